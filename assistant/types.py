@@ -1,0 +1,232 @@
+"""The data that flows between the assistant's modules.
+
+Every value here is a small frozen dataclass; modules exchange these and never
+raw vendor objects or loose dicts. Offsets are 0-based; ``*_end`` is exclusive.
+Character offsets and line numbers refer to ``Document.text``: the file itself
+for Markdown and plain text, the extracted text for HTML, PDF and DOCX.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+__all__ = [
+    "Answer",
+    "Block",
+    "BlockKind",
+    "Chunk",
+    "Citation",
+    "DocMeta",
+    "Document",
+    "Hit",
+    "Problem",
+    "SearchFilters",
+    "SearchResult",
+    "Section",
+    "Turn",
+]
+
+BlockKind = Literal["paragraph", "list_item", "table", "code", "heading", "faq", "other"]
+
+HEADING_SEPARATOR = " > "
+
+
+@dataclass(frozen=True, slots=True)
+class DocMeta:
+    """Document-level metadata, mostly from YAML front matter.
+
+    Dates are ISO ``YYYY-MM-DD`` strings, empty when unknown.
+    """
+
+    title: str
+    effective_date: str = ""
+    updated_date: str = ""
+    version: str = ""
+    owner: str = ""
+    tags: tuple[str, ...] = ()
+    url: str = ""
+    supersedes: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """One structural unit of a section: a paragraph, list item, table, code block...
+
+    ``char_start:char_end`` is the block's exact span in ``Document.text``.
+    """
+
+    kind: BlockKind
+    char_start: int
+    char_end: int
+    page: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """A heading and the blocks up to the next heading of the same or higher level.
+
+    ``heading_path`` starts with the document title's heading (or the title) and
+    ends with this section's own heading. ``char_start:char_end`` spans the
+    heading line and the body; ``blocks`` excludes the heading itself.
+    """
+
+    heading_path: tuple[str, ...]
+    level: int
+    anchor: str
+    char_start: int
+    char_end: int
+    blocks: tuple[Block, ...]
+    page: int = 0
+
+    @property
+    def breadcrumb(self) -> str:
+        """Return the heading path joined with " > "."""
+        return HEADING_SEPARATOR.join(self.heading_path)
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """A parsed input file.
+
+    Attributes:
+        source: POSIX path relative to the ingested root (the document's identity).
+        root: The ingested root directory, as an absolute path.
+        kind: ``markdown``, ``text``, ``html``, ``pdf`` or ``docx``.
+        text: The text that all offsets refer to.
+        sha256: Hash of the file's raw bytes.
+        meta: Title, dates, tags and the like.
+        sections: Sections in document order; together they cover ``text``.
+        page_starts: For PDFs, the char offset where each page begins (page 1 first).
+    """
+
+    source: str
+    root: str
+    kind: str
+    text: str
+    sha256: str
+    meta: DocMeta
+    sections: tuple[Section, ...]
+    page_starts: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """A file that could not be ingested, and why."""
+
+    source: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """The unit we embed and retrieve.
+
+    ``body == document.text[char_start:char_end]`` always holds. ``prefix`` holds
+    repeated context that is not at that span (a table's header row for the
+    second and later pieces of a split table). ``text`` is what is embedded and
+    shown: the heading path, then ``prefix`` and ``body``.
+
+    ``section_start:section_end`` spans the enclosing section (small to big).
+    ``oversize`` is set when the embedding model would truncate ``text``.
+    """
+
+    chunk_id: str
+    source: str
+    ordinal: int
+    heading_path: tuple[str, ...]
+    anchor: str
+    text: str
+    body: str
+    prefix: str
+    char_start: int
+    char_end: int
+    start_line: int
+    end_line: int
+    section_start: int
+    section_end: int
+    page: int
+    token_count: int
+    kind: BlockKind = "paragraph"
+    oversize: bool = False
+
+    @property
+    def breadcrumb(self) -> str:
+        """Return the heading path joined with " > "."""
+        return HEADING_SEPARATOR.join(self.heading_path)
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A chunk found by search, with where it came from and how well it matched.
+
+    ``score`` is the fused relevance in [0, 1] (higher is better); ``dense_score``
+    is the cosine similarity and ``lexical_score`` the BM25 score (0 when that
+    retriever did not return the chunk). ``section_text`` is the enclosing
+    section expanded under the context budget (small to big).
+    """
+
+    chunk: Chunk
+    rank: int
+    score: float
+    title: str
+    effective_date: str = ""
+    dense_score: float = 0.0
+    lexical_score: float = 0.0
+    section_text: str = ""
+    superseded: bool = False
+    tags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SearchFilters:
+    """Restrictions applied to a search; empty fields mean "no restriction"."""
+
+    sources: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    date_from: str = ""
+    date_to: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """What retrieval returns for one question.
+
+    When ``no_good_match`` is true, ``hits`` holds the closest sections anyway so
+    a caller can show them, but they must not be presented as an answer.
+    ``trace`` lines explain the candidates, scores and what was dropped.
+    """
+
+    query: str
+    hits: tuple[Hit, ...]
+    no_good_match: bool
+    trace: tuple[str, ...] = field(default=())
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One message of a conversation."""
+
+    role: Literal["user", "assistant"]
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    """A ``[n]`` marker in an answer, resolved to the source it points at."""
+
+    number: int
+    hit: Hit
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A finished answer with its sources and checked citations."""
+
+    question: str
+    text: str
+    sources: tuple[Hit, ...]
+    citations: tuple[Citation, ...]
+    invalid_citation_numbers: tuple[int, ...] = ()
+    unsupported_sentences: tuple[str, ...] = ()
+    offline: bool = False
