@@ -8,8 +8,13 @@ for Markdown and plain text, the extracted text for HTML, PDF and DOCX.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = [
     "Answer",
@@ -20,6 +25,7 @@ __all__ = [
     "DocMeta",
     "Document",
     "Hit",
+    "IndexSnapshot",
     "Problem",
     "SearchFilters",
     "SearchResult",
@@ -30,6 +36,11 @@ __all__ = [
 BlockKind = Literal["paragraph", "list_item", "table", "code", "heading", "faq", "other"]
 
 HEADING_SEPARATOR = " > "
+
+
+def compose_chunk_text(heading_path: tuple[str, ...], prefix: str, body: str) -> str:
+    """Return the text we embed for a chunk: heading path, blank line, prefix, body."""
+    return HEADING_SEPARATOR.join(heading_path) + "\n\n" + prefix + body
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +136,7 @@ class Chunk:
     ``body == document.text[char_start:char_end]`` always holds. ``prefix`` holds
     repeated context that is not at that span (a table's header row for the
     second and later pieces of a split table). ``text`` is what is embedded and
-    shown: the heading path, then ``prefix`` and ``body``.
+    shown: ``compose_chunk_text(heading_path, prefix, body)``.
 
     ``section_start:section_end`` spans the enclosing section (small to big).
     ``oversize`` is set when the embedding model would truncate ``text``.
@@ -230,3 +241,18 @@ class Answer:
     invalid_citation_numbers: tuple[int, ...] = ()
     unsupported_sentences: tuple[str, ...] = ()
     offline: bool = False
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class IndexSnapshot:
+    """Everything a searcher needs from the index, loaded into memory at once.
+
+    Row ``i`` of ``vectors`` (float32, L2-normalised) belongs to ``chunks[i]``.
+    ``docs`` maps each source to its metadata. ``generation`` changes whenever
+    an ingest commits, so a long-running reader knows when to reload.
+    """
+
+    generation: str
+    chunks: tuple[Chunk, ...]
+    vectors: npt.NDArray[np.float32]
+    docs: Mapping[str, DocMeta]

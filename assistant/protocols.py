@@ -1,0 +1,124 @@
+"""The seams between the assistant's parts, as structural types.
+
+Production classes implement these; tests substitute small fakes that speak
+the same protocol (or, for the model servers, the same wire protocol).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+from assistant.types import Answer, SearchFilters, SearchResult, Turn
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+__all__ = ["AnswerStream", "ChatModel", "ChatService", "Embedder", "Searcher"]
+
+
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors.
+
+    ``identity`` names the model precisely enough that two embedders with the
+    same identity produce compatible vectors; the index records it.
+    """
+
+    @property
+    def identity(self) -> str:
+        """Return a stable name of the model, e.g. ``local:all-MiniLM-L6-v2:int8``."""
+        ...
+
+    @property
+    def dimension(self) -> int:
+        """Return the length of each vector."""
+        ...
+
+    @property
+    def max_input_tokens(self) -> int:
+        """Return how many of the model's own tokens it reads before truncating."""
+        ...
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Return each text's length in the model's own tokens (special tokens included)."""
+        ...
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Return one row per text, in input order.
+
+        Raises:
+            EmbeddingError: The model failed.
+        """
+        ...
+
+
+class Searcher(Protocol):
+    """Finds the chunks that answer a question."""
+
+    def search(
+        self,
+        question: str,
+        *,
+        k: int | None = None,
+        filters: SearchFilters | None = None,
+    ) -> SearchResult:
+        """Return the best hits, best first, and whether any is a good match."""
+        ...
+
+
+class ChatModel(Protocol):
+    """Streams a chat completion as text deltas."""
+
+    def stream(self, messages: Sequence[dict[str, str]]) -> Iterator[str]:
+        """Yield text deltas; closing the iterator closes the upstream request.
+
+        Raises:
+            LLMError: The model failed; the message is safe to show a user.
+        """
+        ...
+
+
+class AnswerStream(Protocol):
+    """One answer being produced: sources first, then text deltas.
+
+    ``result`` (the retrieval outcome) and ``query`` (the standalone query
+    actually searched, after rewriting a follow-up) are known before the first
+    delta. Iterating yields text deltas; ``close()`` stops generation and
+    closes the upstream HTTP stream. ``answer()`` is the checked final answer,
+    valid once iteration has finished. ``error`` holds a user-safe message
+    when generation failed part way (the deltas so far are kept).
+    """
+
+    result: SearchResult
+    query: str
+    error: str
+
+    def __iter__(self) -> Iterator[str]: ...
+
+    def close(self) -> None:
+        """Stop generating and release the upstream connection."""
+        ...
+
+    def answer(self) -> Answer:
+        """Return the final answer with checked citations."""
+        ...
+
+    def trace(self) -> tuple[str, ...]:
+        """Return human-readable lines explaining retrieval, prompt size and timings."""
+        ...
+
+
+class ChatService(Protocol):
+    """Answers a question in the context of a conversation."""
+
+    def ask(
+        self,
+        question: str,
+        history: Sequence[Turn] = (),
+        *,
+        k: int | None = None,
+        filters: SearchFilters | None = None,
+    ) -> AnswerStream:
+        """Start answering ``question``; nothing is sent upstream until iteration."""
+        ...
