@@ -15,6 +15,7 @@ ASSISTANT_EMBEDDING            ``local`` (default) or ``openai``
 ASSISTANT_EMBEDDING_MODEL      model name for the ``openai`` backend
 ASSISTANT_EMBEDDING_BASE_URL   OpenAI-compatible embeddings endpoint
 ASSISTANT_EMBEDDING_API_KEY    its key (falls back to OPENAI_API_KEY)
+ASSISTANT_EMBEDDING_VARIANT    local model file: ``packaged`` (default) or ``dynamic``
 ASSISTANT_CHUNK_TOKENS         chunk budget in tiktoken tokens, heading path included
 ASSISTANT_CHUNK_OVERLAP        overlap as a fraction of the chunk budget
 ASSISTANT_TOP_K                results per question
@@ -109,8 +110,13 @@ class EmbeddingSettings:
     base_url: str = ""
     api_key: str = ""
     batch_size: int = 64
+    variant: str = "packaged"
 
     def __post_init__(self) -> None:
+        if self.variant not in ("packaged", "dynamic"):
+            raise ConfigError(
+                f"embedding variant must be 'packaged' or 'dynamic', got {self.variant!r}"
+            )
         if self.backend not in ("local", "openai"):
             raise ConfigError(
                 f"embedding backend must be 'local' or 'openai', got {self.backend!r}"
@@ -214,6 +220,7 @@ class Settings:
                 model=env.text("ASSISTANT_EMBEDDING_MODEL", d.embedding.model),
                 base_url=env.text("ASSISTANT_EMBEDDING_BASE_URL", ""),
                 api_key=env.text("ASSISTANT_EMBEDDING_API_KEY", openai_key),
+                variant=env.text("ASSISTANT_EMBEDDING_VARIANT", d.embedding.variant),
             ),
             retrieval=RetrievalSettings(
                 top_k=env.integer("ASSISTANT_TOP_K", d.retrieval.top_k),
