@@ -250,9 +250,11 @@ class IndexSnapshot:
     Row ``i`` of ``vectors`` (float32, L2-normalised) belongs to ``chunks[i]``.
     ``docs`` maps each source to its metadata. ``generation`` changes whenever
     an ingest commits, so a long-running reader knows when to reload.
+    ``roots`` maps each source to the directory it was ingested from.
     """
 
     generation: str
     chunks: tuple[Chunk, ...]
     vectors: npt.NDArray[np.float32]
     docs: Mapping[str, DocMeta]
+    roots: Mapping[str, str] = field(default_factory=dict)

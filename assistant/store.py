@@ -1,0 +1,349 @@
+"""The Chroma index: the only module that imports ``chromadb``.
+
+Layout of a local index directory::
+
+    INDEX/chroma/       Chroma's persistent store
+    INDEX/generation    changes on every committed ingest (readers poll it)
+    INDEX/ingest.lock   held by the one writer
+
+With a Chroma server (``StoreSettings.host``) the same collection lives on the
+server and the generation is kept in the collection's metadata as well; the
+lock file stays in the local index directory.
+
+Chroma's embedded client caches an opened collection per process and does not
+see another process's later writes (reads can even fail outright). Readers
+therefore keep an in-memory `IndexSnapshot` and, when the generation changes,
+drop Chroma's process-wide client cache and read the collection afresh.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import chromadb
+import numpy as np
+from chromadb.api.shared_system_client import SharedSystemClient
+from chromadb.errors import ChromaError, NotFoundError
+
+from assistant.chunk_codec import ChunkRecord, MetadataValue, decode_chunk, decode_doc_meta
+from assistant.config import StoreSettings
+from assistant.errors import IndexMismatchError, IndexNotFoundError, StoreError
+from assistant.types import Chunk, DocMeta, IndexSnapshot
+
+__all__ = ["ChromaIndex", "IndexReader", "StoredDocument", "generation_path"]
+
+logger = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+_READ_PAGE = 5000
+_client_lock = threading.RLock()
+
+
+@dataclass(frozen=True, slots=True)
+class StoredDocument:
+    """What the index holds for one source: enough to decide whether to re-embed."""
+
+    source: str
+    root: str
+    doc_keys: frozenset[str]
+    chunk_ids: frozenset[str]
+    chunk_count: int
+
+
+def generation_path(settings: StoreSettings) -> Path:
+    """Return the file whose content changes on every committed ingest."""
+    return settings.path / "generation"
+
+
+def _make_client(settings: StoreSettings) -> Any:
+    try:
+        if settings.is_remote:
+            return chromadb.HttpClient(
+                host=settings.host,
+                port=settings.port,
+                ssl=settings.ssl,
+                headers=dict(settings.headers),
+            )
+        return chromadb.PersistentClient(path=str(settings.path / "chroma"))
+    except (ChromaError, ValueError, OSError) as exc:
+        raise StoreError(f"cannot open the index ({_where(settings)}): {exc}") from exc
+
+
+def _where(settings: StoreSettings) -> str:
+    if settings.is_remote:
+        scheme = "https" if settings.ssl else "http"
+        return f"Chroma server {scheme}://{settings.host}:{settings.port}"
+    return f"index directory {settings.path}"
+
+
+class ChromaIndex:
+    """Read and write one collection of chunks.
+
+    Args:
+        settings: Where the index is.
+        embedder_identity: The embedding model the vectors come from.
+        dimension: The vectors' length.
+    """
+
+    def __init__(self, settings: StoreSettings, *, embedder_identity: str, dimension: int) -> None:
+        self.settings = settings
+        self.embedder_identity = embedder_identity
+        self.dimension = dimension
+        self._collection: Any = None
+
+    def exists(self) -> bool:
+        """Return whether the collection exists (never creates anything)."""
+        if not self.settings.is_remote and not (self.settings.path / "chroma").is_dir():
+            return False
+        try:
+            self._open(create=False)
+        except IndexNotFoundError:
+            return False
+        return True
+
+    def open(self, *, create: bool) -> None:
+        """Open the collection, creating it when asked, and check its model.
+
+        Raises:
+            IndexNotFoundError: It does not exist and ``create`` is false.
+            IndexMismatchError: It was built with another embedding model.
+            StoreError: Chroma failed.
+        """
+        self._open(create=create)
+
+    def _open(self, *, create: bool) -> Any:
+        if self._collection is not None:
+            return self._collection
+        if create and not self.settings.is_remote:
+            self.settings.path.mkdir(parents=True, exist_ok=True)
+        with _client_lock:
+            client = _make_client(self.settings)
+            name = self.settings.collection
+            try:
+                collection = client.get_collection(name)
+            except NotFoundError as exc:
+                if not create:
+                    raise IndexNotFoundError(
+                        f"no index at {_where(self.settings)}: run `python ingest.py` first"
+                    ) from exc
+                collection = client.create_collection(
+                    name,
+                    embedding_function=None,
+                    configuration={"hnsw": {"space": "cosine"}},
+                    metadata=self._identity_metadata(generation="0"),
+                )
+            except (ChromaError, OSError) as exc:
+                raise StoreError(f"cannot open {_where(self.settings)}: {exc}") from exc
+        self._check_identity(collection.metadata or {})
+        self._collection = collection
+        return collection
+
+    def _identity_metadata(self, *, generation: str) -> dict[str, MetadataValue]:
+        return {
+            "embedder": self.embedder_identity,
+            "dimension": self.dimension,
+            "schema": SCHEMA_VERSION,
+            "generation": generation,
+        }
+
+    def _check_identity(self, metadata: dict[str, Any]) -> None:
+        stored = str(metadata.get("embedder", ""))
+        dim = int(metadata.get("dimension", 0))
+        if stored != self.embedder_identity or dim != self.dimension:
+            raise IndexMismatchError(
+                f"the index at {_where(self.settings)} was built with embedding model "
+                f"{stored!r} ({dim} dimensions) but {self.embedder_identity!r} "
+                f"({self.dimension} dimensions) is configured. Re-index with "
+                "`python ingest.py --rebuild PATH...`, or point --index at a new directory."
+            )
+
+    def stored_documents(self) -> dict[str, StoredDocument]:
+        """Return what the index holds, per source."""
+        keys: dict[str, set[str]] = {}
+        ids: dict[str, set[str]] = {}
+        roots: dict[str, str] = {}
+        counts: dict[str, int] = {}
+        for chunk_id, _, metadata in self._pages(include=["metadatas"]):
+            source = str(metadata["source"])
+            keys.setdefault(source, set()).add(str(metadata["doc_key"]))
+            ids.setdefault(source, set()).add(chunk_id)
+            roots[source] = str(metadata.get("root", ""))
+            counts[source] = int(metadata["chunk_count"])
+        return {
+            source: StoredDocument(
+                source,
+                roots[source],
+                frozenset(keys[source]),
+                frozenset(ids[source]),
+                counts[source],
+            )
+            for source in ids
+        }
+
+    def max_batch_size(self) -> int:
+        """Return how many rows one write may carry."""
+        with _client_lock:
+            return int(_make_client(self.settings).get_max_batch_size())
+
+    def upsert(self, records: Sequence[ChunkRecord], vectors: np.ndarray) -> None:
+        """Write rows (replacing any with the same IDs) in batches the client accepts."""
+        collection = self._open(create=True)
+        size = self.max_batch_size()
+        for start in range(0, len(records), size):
+            batch = records[start : start + size]
+            try:
+                collection.upsert(
+                    ids=[r.chunk_id for r in batch],
+                    documents=[r.text for r in batch],
+                    metadatas=[r.metadata for r in batch],
+                    embeddings=vectors[start : start + size],
+                )
+            except (ChromaError, OSError, ValueError) as exc:
+                raise StoreError(f"writing to {_where(self.settings)} failed: {exc}") from exc
+
+    def delete(self, chunk_ids: Sequence[str]) -> None:
+        """Remove rows by ID (unknown IDs are ignored)."""
+        collection = self._open(create=True)
+        size = self.max_batch_size()
+        for start in range(0, len(chunk_ids), size):
+            try:
+                collection.delete(ids=list(chunk_ids[start : start + size]))
+            except (ChromaError, OSError, ValueError) as exc:
+                raise StoreError(f"deleting from {_where(self.settings)} failed: {exc}") from exc
+
+    def commit(self) -> str:
+        """Publish a new generation so running readers reload; return it."""
+        generation = f"{time.time_ns():x}-{os.getpid():x}"
+        collection = self._open(create=True)
+        try:
+            collection.modify(metadata=self._identity_metadata(generation=generation))
+        except (ChromaError, OSError, ValueError) as exc:
+            raise StoreError(f"updating {_where(self.settings)} failed: {exc}") from exc
+        if not self.settings.is_remote:
+            _write_atomically(generation_path(self.settings), generation)
+        return generation
+
+    def generation(self) -> str:
+        """Return the committed generation."""
+        if not self.settings.is_remote:
+            try:
+                return generation_path(self.settings).read_text(encoding="utf-8").strip()
+            except FileNotFoundError:
+                return "0"
+        with _client_lock:
+            client = _make_client(self.settings)
+            try:
+                metadata = client.get_collection(self.settings.collection).metadata or {}
+            except NotFoundError as exc:
+                raise IndexNotFoundError(f"no index at {_where(self.settings)}") from exc
+            except ChromaError as exc:
+                raise StoreError(f"cannot reach {_where(self.settings)}: {exc}") from exc
+        return str(metadata.get("generation", "0"))
+
+    def load_snapshot(self) -> IndexSnapshot:
+        """Read every chunk and vector into memory."""
+        generation = self.generation()
+        chunks: list[Chunk] = []
+        vectors: list[Any] = []
+        docs: dict[str, DocMeta] = {}
+        roots: dict[str, str] = {}
+        for chunk_id, (text, vector), metadata in self._pages(
+            include=["documents", "metadatas", "embeddings"]
+        ):
+            chunk = decode_chunk(chunk_id, text, metadata)
+            chunks.append(chunk)
+            vectors.append(vector)
+            if chunk.source not in docs:
+                docs[chunk.source] = decode_doc_meta(metadata)
+                roots[chunk.source] = str(metadata.get("root", ""))
+        order = sorted(range(len(chunks)), key=lambda i: (chunks[i].source, chunks[i].ordinal))
+        matrix = np.asarray(vectors, dtype=np.float32).reshape(-1, self.dimension)
+        return IndexSnapshot(
+            generation=generation,
+            chunks=tuple(chunks[i] for i in order),
+            vectors=matrix[order] if order else matrix,
+            docs=docs,
+            roots=roots,
+        )
+
+    def _pages(self, *, include: list[str]) -> Iterator[tuple[str, Any, dict[str, MetadataValue]]]:
+        collection = self._open(create=False)
+        offset = 0
+        while True:
+            try:
+                page = collection.get(include=include, limit=_READ_PAGE, offset=offset)
+            except (ChromaError, OSError) as exc:
+                raise StoreError(f"reading {_where(self.settings)} failed: {exc}") from exc
+            ids = page["ids"]
+            for i, chunk_id in enumerate(ids):
+                metadata = page["metadatas"][i] if page.get("metadatas") is not None else {}
+                payload: Any = None
+                if "embeddings" in include:
+                    payload = (page["documents"][i], page["embeddings"][i])
+                yield chunk_id, payload, metadata
+            if len(ids) < _READ_PAGE:
+                return
+            offset += _READ_PAGE
+
+
+class IndexReader:
+    """Serves the current `IndexSnapshot`, reloading after another process's ingest.
+
+    Thread-safe: concurrent searches share one snapshot; one thread reloads.
+    """
+
+    def __init__(self, settings: StoreSettings, *, embedder_identity: str, dimension: int) -> None:
+        self._settings = settings
+        self._identity = (embedder_identity, dimension)
+        self._lock = threading.Lock()
+        self._snapshot: IndexSnapshot | None = None
+
+    def snapshot(self) -> IndexSnapshot:
+        """Return the current snapshot (cheap when nothing changed).
+
+        Raises:
+            IndexNotFoundError: There is no index yet.
+        """
+        index = self._index()
+        current = index.generation()
+        snapshot = self._snapshot
+        if snapshot is not None and snapshot.generation == current:
+            return snapshot
+        with self._lock:
+            if self._snapshot is None or self._snapshot.generation != current:
+                self._snapshot = self._reload()
+            return self._snapshot
+
+    def _index(self) -> ChromaIndex:
+        embedder_identity, dimension = self._identity
+        return ChromaIndex(self._settings, embedder_identity=embedder_identity, dimension=dimension)
+
+    def _reload(self) -> IndexSnapshot:
+        if not self._settings.is_remote and not (self._settings.path / "chroma").is_dir():
+            raise IndexNotFoundError(
+                f"no index at {_where(self._settings)}: run `python ingest.py` first"
+            )
+        with _client_lock:
+            SharedSystemClient.clear_system_cache()
+        started = time.perf_counter()
+        snapshot = self._index().load_snapshot()
+        logger.info(
+            "loaded index generation %s: %d chunks in %.0f ms",
+            snapshot.generation,
+            len(snapshot.chunks),
+            (time.perf_counter() - started) * 1000,
+        )
+        return snapshot
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
