@@ -1,0 +1,141 @@
+"""Small to big: rebuild a hit's enclosing section from its chunks, under a token budget.
+
+The index stores chunks, not sections. A section's text is recovered from the
+chunks that share its ``(source, section_start, section_end)``: their bodies are
+exact slices of the document (``body == text[char_start:char_end]``) and may
+overlap, so they are merged by offsets; the whitespace gaps between
+non-overlapping chunks become a single newline. The heading path is not part
+of the section text (``Chunk.heading_path`` carries it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from assistant.tokens import Tokenizer
+from assistant.types import Chunk
+
+__all__ = ["SectionKey", "SectionText", "collapse_near_duplicates", "section_key"]
+
+SectionKey = tuple[str, int, int]
+
+
+def section_key(chunk: Chunk) -> SectionKey:
+    """Return the key shared by all chunks of one section."""
+    return (chunk.source, chunk.section_start, chunk.section_end)
+
+
+@dataclass(frozen=True, slots=True)
+class _Line:
+    start: int
+    end: int
+    text: str
+    tokens: int
+
+
+class SectionText:
+    """One section's merged text, split into lines that know their document offsets."""
+
+    def __init__(self, chunks: Sequence[Chunk], *, tokenizer: Tokenizer) -> None:
+        """Merge ``chunks`` (all of one section) and count each line's tokens."""
+        self._tokenizer = tokenizer
+        self.lines = tuple(
+            _Line(start, end, text, tokenizer.count(text) if text.strip() else 0)
+            for start, end, text in _split_lines(_merge_spans(chunks))
+        )
+
+    @property
+    def text(self) -> str:
+        """Return the whole section text."""
+        return "\n".join(line.text for line in self.lines)
+
+    def window(self, chunk: Chunk, *, budget: int) -> str:
+        """Return the section text, or the lines around ``chunk`` that fit in ``budget`` tokens.
+
+        Lines overlapping the chunk's span come first; neighbours are then added
+        alternately before and after while the estimate stays within budget. If the
+        chunk alone exceeds the budget, its body is cut to ``budget`` tokens.
+        """
+        lines = self.lines
+        if _estimate(lines) <= budget:
+            return self.text
+        core = [
+            i
+            for i, ln in enumerate(lines)
+            if ln.start < chunk.char_end and chunk.char_start < ln.end
+        ]
+        if not core or _estimate(lines[core[0] : core[-1] + 1]) > budget:
+            return self._tokenizer.decode(self._tokenizer.encode(chunk.body)[:budget])
+        lo, hi = core[0], core[-1] + 1
+        grew = True
+        while grew:
+            grew = False
+            if lo > 0 and _estimate(lines[lo - 1 : hi]) <= budget:
+                lo, grew = lo - 1, True
+            if hi < len(lines) and _estimate(lines[lo : hi + 1]) <= budget:
+                hi, grew = hi + 1, True
+        text = "\n".join(ln.text for ln in lines[lo:hi])
+        while self._tokenizer.count(text) > budget and (lo < core[0] or hi > core[-1] + 1):
+            # The estimate is nearly always an upper bound; trim the longer side if not.
+            lo, hi = (lo + 1, hi) if core[0] - lo >= hi - 1 - core[-1] else (lo, hi - 1)
+            text = "\n".join(ln.text for ln in lines[lo:hi])
+        return text
+
+
+def _estimate(lines: Sequence[_Line]) -> int:
+    return sum(ln.tokens for ln in lines) + max(0, len(lines) - 1)
+
+
+def _merge_spans(chunks: Sequence[Chunk]) -> list[tuple[int, str]]:
+    """Return contiguous ``(doc_offset, text)`` segments covered by the chunks' bodies."""
+    segments: list[tuple[int, str]] = []
+    cursor = -1
+    for chunk in sorted(chunks, key=lambda c: (c.char_start, c.char_end)):
+        if segments and chunk.char_start <= cursor:
+            if chunk.char_end > cursor:
+                start, text = segments[-1]
+                segments[-1] = (start, text + chunk.body[cursor - chunk.char_start :])
+                cursor = chunk.char_end
+            continue
+        segments.append((chunk.char_start, chunk.body))
+        cursor = chunk.char_end
+    return segments
+
+
+def _split_lines(segments: Sequence[tuple[int, str]]) -> list[tuple[int, int, str]]:
+    lines: list[tuple[int, int, str]] = []
+    for start, text in segments:
+        offset = start + len(text) - len(text.lstrip("\n"))
+        for part in text.strip("\n").split("\n"):
+            lines.append((offset, offset + len(part), part))
+            offset += len(part) + 1
+    return lines
+
+
+def collapse_near_duplicates(
+    rows: Sequence[int], chunks: Sequence[Chunk]
+) -> tuple[list[int], list[int]]:
+    """Drop rows whose span overlaps a better row's span in the same section.
+
+    Args:
+        rows: Candidate rows, best first.
+        chunks: The snapshot's chunks, indexed by row.
+
+    Returns:
+        ``(kept, dropped)``, both in input order.
+    """
+    kept: list[int] = []
+    dropped: list[int] = []
+    for row in rows:
+        chunk = chunks[row]
+        if any(
+            section_key(chunks[k]) == section_key(chunk)
+            and chunks[k].char_start < chunk.char_end
+            and chunk.char_start < chunks[k].char_end
+            for k in kept
+        ):
+            dropped.append(row)
+        else:
+            kept.append(row)
+    return kept, dropped

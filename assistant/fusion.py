@@ -1,0 +1,160 @@
+"""Combining the dense and lexical rankings, scoring relevance and demoting stale versions.
+
+Ranking uses reciprocal rank fusion (Cormack et al., 2009): a row's fused value
+is ``sum(1 / (RRF_K + rank))`` over the rankings that contain it, so neither
+retriever's raw score scale matters.
+
+The relevance ``score`` shown to users and compared with ``min_score`` is a
+separate, absolute number in [0, 1] (RRF values are only comparable within one
+query): the larger of the cosine similarity clipped to [0, 1] and
+``bm25 / (bm25 + LEXICAL_HALF)``, each counted only when that retriever ran.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from assistant.types import DocMeta
+
+__all__ = [
+    "LEXICAL_HALF",
+    "RRF_K",
+    "demote_superseded",
+    "reciprocal_rank_fusion",
+    "relevance",
+    "superseded_by",
+    "top_rows",
+]
+
+RRF_K = 60
+LEXICAL_HALF = 8.0
+SUPERSEDED_PENALTY = 0.5
+
+
+def top_rows(scores: npt.NDArray[np.float32], n: int, *, positive_only: bool = False) -> list[int]:
+    """Return the indices of the ``n`` highest scores, best first (ties by index).
+
+    Args:
+        scores: One score per row; ``-inf`` rows are never returned.
+        n: How many rows at most.
+        positive_only: Drop rows scoring 0 or less (BM25 rows with no term).
+    """
+    if n <= 0 or scores.size == 0:
+        return []
+    n = min(n, scores.size)
+    part = np.argpartition(-scores, n - 1)[:n] if n < scores.size else np.arange(scores.size)
+    ordered = part[np.lexsort((part, -scores[part]))]
+    floor = 0.0 if positive_only else -np.inf
+    return [int(i) for i in ordered if scores[i] > floor]
+
+
+def reciprocal_rank_fusion(
+    rankings: Sequence[Sequence[int]], *, k: int = RRF_K
+) -> list[tuple[int, float]]:
+    """Fuse ranked row lists into one, best first.
+
+    Args:
+        rankings: Each a list of rows, best first.
+        k: The RRF constant; larger flattens the advantage of top ranks.
+
+    Returns:
+        ``(row, fused value)`` pairs sorted by value (ties: the earlier ranking's order).
+    """
+    fused: dict[int, float] = {}
+    for ranking in rankings:
+        for rank, row in enumerate(ranking, start=1):
+            fused[row] = fused.get(row, 0.0) + 1.0 / (k + rank)
+    return sorted(fused.items(), key=lambda item: -item[1])
+
+
+def relevance(*, dense: float | None, lexical: float | None) -> float:
+    """Return the absolute relevance in [0, 1] used for the ``min_score`` floor.
+
+    The larger of the clipped cosine and the saturated BM25 score, so a strong
+    exact-term match (a fee code the embedding cannot see) also counts as evidence.
+
+    Args:
+        dense: The cosine similarity, or None when the dense retriever did not run.
+        lexical: The BM25 score, or None when the lexical retriever did not run.
+    """
+    cosine = 0.0 if dense is None else min(1.0, max(0.0, dense))
+    bm25 = 0.0 if lexical is None or lexical <= 0 else lexical / (lexical + LEXICAL_HALF)
+    return float(max(cosine, bm25))
+
+
+def superseded_by(docs: Mapping[str, DocMeta]) -> dict[str, frozenset[str]]:
+    """Map each superseded source to the sources that replace it.
+
+    A document replaces another when its ``supersedes`` names that document's
+    source (or, failing that, its title), or when both share a title
+    (case-insensitive) and its ``effective_date`` is later.
+    """
+    by_title: dict[str, list[str]] = {}
+    for source, meta in docs.items():
+        by_title.setdefault(meta.title.strip().casefold(), []).append(source)
+    result: dict[str, set[str]] = {}
+    for source, meta in docs.items():
+        target = meta.supersedes.strip()
+        if not target:
+            continue
+        olds = [target] if target in docs else by_title.get(target.casefold(), [])
+        for old in olds:
+            if old != source:
+                result.setdefault(old, set()).add(source)
+    for sources in by_title.values():
+        dated = [s for s in sources if docs[s].effective_date]
+        for old in dated:
+            for new in dated:
+                if docs[new].effective_date > docs[old].effective_date:
+                    result.setdefault(old, set()).add(new)
+    return {old: frozenset(news) for old, news in result.items()}
+
+
+def demote_superseded(
+    fused: Sequence[tuple[int, float]],
+    *,
+    source_of: Callable[[int], str],
+    replaced_by: Mapping[str, frozenset[str]],
+) -> list[int]:
+    """Order rows by fused value with superseded rows penalised and never above their successors.
+
+    A superseded row's fused value is multiplied by ``SUPERSEDED_PENALTY``; then
+    any superseded row still ranked above a row of a document that replaces it
+    is moved to just after that document's last row.
+
+    Returns:
+        Rows, best first.
+    """
+    penalised = sorted(
+        fused,
+        key=lambda item: (
+            -item[1] * (SUPERSEDED_PENALTY if source_of(item[0]) in replaced_by else 1)
+        ),
+    )
+    order = [row for row, _ in penalised]
+    # Bounded so that a cycle (A supersedes B supersedes A) cannot loop forever.
+    for _ in range(len(order) ** 2):
+        if not _move_one_below_successor(order, source_of=source_of, replaced_by=replaced_by):
+            break
+    return order
+
+
+def _move_one_below_successor(
+    order: list[int],
+    *,
+    source_of: Callable[[int], str],
+    replaced_by: Mapping[str, frozenset[str]],
+) -> bool:
+    for i, row in enumerate(order):
+        successors = replaced_by.get(source_of(row))
+        if not successors:
+            continue
+        later = [j for j in range(i + 1, len(order)) if source_of(order[j]) in successors]
+        if later:
+            order.insert(later[-1] + 1, row)
+            del order[i]
+            return True
+    return False

@@ -1,0 +1,308 @@
+"""Hybrid search over an in-memory index snapshot: dense cosine + BM25, fused by RRF.
+
+Per search: take the current `IndexSnapshot` (rebuilding the BM25 index, filter
+columns and section map when its generation changed), restrict rows with the
+filters as boolean masks, score the eligible rows densely (one matrix-vector
+product) and lexically (BM25), fuse the two top-50 lists by reciprocal rank
+fusion, demote superseded documents, collapse overlapping chunks of one section,
+and expand the top ``k`` into their sections (small to big). See `assistant.fusion`
+for how ``Hit.score`` is defined.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from assistant.config import RetrievalSettings
+from assistant.errors import IndexMismatchError
+from assistant.expansion import SectionKey, SectionText, collapse_near_duplicates, section_key
+from assistant.fusion import (
+    demote_superseded,
+    reciprocal_rank_fusion,
+    relevance,
+    superseded_by,
+    top_rows,
+)
+from assistant.lexical import LexicalIndex
+from assistant.protocols import Embedder
+from assistant.tokens import Tokenizer
+from assistant.types import Chunk, Hit, IndexSnapshot, SearchFilters, SearchResult
+
+__all__ = ["CANDIDATES", "Retriever"]
+
+logger = logging.getLogger(__name__)
+
+CANDIDATES = 50
+
+
+@dataclass(slots=True)
+class _View:
+    """Structures derived from one snapshot generation (rebuilt when it changes)."""
+
+    snapshot: IndexSnapshot
+    lexical: LexicalIndex
+    sources: tuple[str, ...]
+    source_ids: npt.NDArray[np.int32]
+    sections: dict[SectionKey, list[int]]
+    replaced_by: dict[str, frozenset[str]]
+    section_cache: dict[SectionKey, SectionText] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, snapshot: IndexSnapshot) -> _View:
+        sources = tuple(sorted({c.source for c in snapshot.chunks} | set(snapshot.docs)))
+        position = {s: i for i, s in enumerate(sources)}
+        sections: dict[SectionKey, list[int]] = {}
+        for row, chunk in enumerate(snapshot.chunks):
+            sections.setdefault(section_key(chunk), []).append(row)
+        return cls(
+            snapshot=snapshot,
+            lexical=LexicalIndex([c.text for c in snapshot.chunks]),
+            sources=sources,
+            source_ids=np.array([position[c.source] for c in snapshot.chunks], dtype=np.int32),
+            sections=sections,
+            replaced_by=superseded_by(snapshot.docs),
+        )
+
+    def mask(self, filters: SearchFilters | None) -> npt.NDArray[np.bool_] | None:
+        """Return the eligible rows, or None when nothing is filtered."""
+        if filters is None or filters == SearchFilters():
+            return None
+        wanted = set(filters.tags)
+        allowed = np.ones(len(self.sources), dtype=np.bool_)
+        for i, source in enumerate(self.sources):
+            meta = self.snapshot.docs.get(source)
+            date = (meta.effective_date or meta.updated_date) if meta else ""
+            allowed[i] = (
+                (not filters.sources or source in filters.sources)
+                and (not wanted or (meta is not None and not wanted.isdisjoint(meta.tags)))
+                and (not filters.date_from or (bool(date) and date >= filters.date_from))
+                and (not filters.date_to or (bool(date) and date[:10] <= filters.date_to))
+            )
+        result: npt.NDArray[np.bool_] = allowed[self.source_ids]
+        return result
+
+    def section_text(self, chunk: Chunk, *, tokenizer: Tokenizer) -> SectionText:
+        key = section_key(chunk)
+        cached = self.section_cache.get(key)
+        if cached is None:
+            if len(self.section_cache) > 4096:
+                self.section_cache.clear()
+            rows = self.sections.get(key, [])
+            cached = SectionText([self.snapshot.chunks[r] for r in rows], tokenizer=tokenizer)
+            self.section_cache[key] = cached
+        return cached
+
+
+@dataclass(slots=True)
+class _Scores:
+    dense: npt.NDArray[np.float32] | None = None
+    lexical: npt.NDArray[np.float32] | None = None
+    dense_top: list[int] = field(default_factory=list)
+    lexical_top: list[int] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+class Retriever:
+    """A `Searcher` over whatever snapshot ``snapshot_source`` returns at call time.
+
+    Thread-safe: derived structures are swapped atomically when the snapshot's
+    generation changes, and each search works on one consistent view.
+    """
+
+    def __init__(
+        self,
+        snapshot_source: Callable[[], IndexSnapshot],
+        embedder: Embedder,
+        *,
+        settings: RetrievalSettings,
+        tokenizer: Tokenizer,
+    ) -> None:
+        self._source = snapshot_source
+        self._embedder = embedder
+        self.settings = settings
+        self._tokenizer = tokenizer
+        self._view: _View | None = None
+        self._lock = threading.Lock()
+
+    def search(
+        self,
+        question: str,
+        *,
+        k: int | None = None,
+        filters: SearchFilters | None = None,
+    ) -> SearchResult:
+        """Return the best ``k`` hits for ``question``, best first.
+
+        Args:
+            question: The question as the user typed it.
+            k: How many hits (default ``settings.top_k``).
+            filters: Restrict to sources, tags or an effective-date range.
+
+        Returns:
+            The hits with section text, whether the best is below ``min_score``,
+            and trace lines.
+
+        Raises:
+            IndexNotFoundError: There is no index yet.
+            IndexMismatchError: The index vectors have another dimension than the embedder's.
+            EmbeddingError: The query could not be embedded.
+        """
+        started = time.perf_counter()
+        view = self._current_view()
+        k = self.settings.top_k if k is None else max(1, k)
+        mask = view.mask(filters)
+        trace: list[str] = []
+        if mask is not None:
+            trace.append(f"filters: {int(mask.sum())} of {mask.size} chunks eligible ({filters})")
+        scores = self._score(view, question, mask)
+        chunks = view.snapshot.chunks
+        trace += _candidate_lines(scores, chunks)
+        t0 = time.perf_counter()
+        fused = reciprocal_rank_fusion([r for r in (scores.dense_top, scores.lexical_top) if r])
+        order = demote_superseded(
+            fused, source_of=lambda r: chunks[r].source, replaced_by=view.replaced_by
+        )
+        kept, dropped = collapse_near_duplicates(order, chunks)
+        trace.append("fused: " + _rows_label(order[:10], chunks))
+        demoted = [r for r in kept if chunks[r].source in view.replaced_by]
+        if demoted:
+            trace.append("superseded, demoted: " + _rows_label(demoted[:10], chunks))
+        if dropped:
+            trace.append("near-duplicates dropped: " + _rows_label(dropped[:10], chunks))
+        scores.timings["fuse"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        hits = self._hits(view, kept[:k], scores)
+        scores.timings["expand"] = time.perf_counter() - t0
+        best = max((h.score for h in hits), default=0.0)
+        no_good = not hits or best < self.settings.min_score
+        trace.append(f"best score {best:.3f} vs min_score {self.settings.min_score:.3f}")
+        scores.timings["total"] = time.perf_counter() - started
+        trace.append(
+            "timings: " + ", ".join(f"{n} {s * 1000:.1f} ms" for n, s in scores.timings.items())
+        )
+        logger.debug("search: %d hits, best %.3f, %d chunks", len(hits), best, len(chunks))
+        return SearchResult(
+            query=question, hits=tuple(hits), no_good_match=no_good, trace=tuple(trace)
+        )
+
+    def _current_view(self) -> _View:
+        snapshot = self._source()
+        view = self._view
+        if view is not None and view.snapshot.generation == snapshot.generation:
+            return view
+        with self._lock:
+            view = self._view
+            if view is None or view.snapshot.generation != snapshot.generation:
+                _check_dimension(snapshot, self._embedder)
+                t0 = time.perf_counter()
+                view = _View.build(snapshot)
+                logger.info(
+                    "search index for generation %s built: %d chunks in %.0f ms",
+                    snapshot.generation,
+                    len(snapshot.chunks),
+                    (time.perf_counter() - t0) * 1000,
+                )
+                self._view = view
+            return view
+
+    def _score(self, view: _View, question: str, mask: npt.NDArray[np.bool_] | None) -> _Scores:
+        out = _Scores()
+        mode = self.settings.mode
+        if mode != "lexical":
+            t0 = time.perf_counter()
+            query = np.asarray(self._embedder.embed([question])[0], dtype=np.float32)
+            out.timings["embed"] = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            out.dense = _dense_scores(view.snapshot.vectors, query, mask)
+            out.dense_top = top_rows(out.dense, CANDIDATES)
+            out.timings["dense"] = time.perf_counter() - t0
+        if mode != "dense":
+            t0 = time.perf_counter()
+            lexical = view.lexical.scores(question)
+            if mask is not None:
+                lexical = np.where(mask, lexical, np.float32(0))
+            out.lexical = lexical
+            out.lexical_top = top_rows(lexical, CANDIDATES, positive_only=True)
+            out.timings["lexical"] = time.perf_counter() - t0
+        return out
+
+    def _hits(self, view: _View, rows: Sequence[int], scores: _Scores) -> list[Hit]:
+        hits: list[Hit] = []
+        seen_sections: set[SectionKey] = set()
+        budget = self.settings.section_tokens
+        for rank, row in enumerate(rows, start=1):
+            chunk = view.snapshot.chunks[row]
+            meta = view.snapshot.docs.get(chunk.source)
+            dense = None if scores.dense is None else float(scores.dense[row])
+            lexical = None if scores.lexical is None else float(scores.lexical[row])
+            key = section_key(chunk)
+            section = ""
+            if key not in seen_sections:
+                seen_sections.add(key)
+                section = view.section_text(chunk, tokenizer=self._tokenizer).window(
+                    chunk, budget=budget
+                )
+            hits.append(
+                Hit(
+                    chunk=chunk,
+                    rank=rank,
+                    score=relevance(dense=dense, lexical=lexical),
+                    title=meta.title if meta else chunk.source,
+                    effective_date=meta.effective_date if meta else "",
+                    dense_score=dense or 0.0,
+                    lexical_score=lexical or 0.0,
+                    section_text=section,
+                    superseded=chunk.source in view.replaced_by,
+                    tags=meta.tags if meta else (),
+                )
+            )
+        return hits
+
+
+def _dense_scores(
+    vectors: npt.NDArray[np.float32],
+    query: npt.NDArray[np.float32],
+    mask: npt.NDArray[np.bool_] | None,
+) -> npt.NDArray[np.float32]:
+    """Return cosine per row (vectors are normalised); ineligible rows get ``-inf``."""
+    if mask is None:
+        full: npt.NDArray[np.float32] = vectors @ query
+        return full
+    out = np.full(vectors.shape[0], -np.inf, dtype=np.float32)
+    rows = np.flatnonzero(mask)
+    if rows.size * 2 > mask.size:
+        out[mask] = (vectors @ query)[mask]
+    elif rows.size:
+        out[rows] = vectors[rows] @ query
+    return out
+
+
+def _check_dimension(snapshot: IndexSnapshot, embedder: Embedder) -> None:
+    if snapshot.vectors.size and snapshot.vectors.shape[1] != embedder.dimension:
+        raise IndexMismatchError(
+            f"the index holds {snapshot.vectors.shape[1]}-dimensional vectors but the "
+            f"embedding model {embedder.identity} makes {embedder.dimension}; re-run the ingest"
+        )
+
+
+def _rows_label(rows: Sequence[int], chunks: Sequence[Chunk]) -> str:
+    return ", ".join(chunks[r].chunk_id for r in rows) or "(none)"
+
+
+def _candidate_lines(scores: _Scores, chunks: Sequence[Chunk]) -> list[str]:
+    lines = []
+    for name, top, values in (
+        ("dense", scores.dense_top, scores.dense),
+        ("lexical", scores.lexical_top, scores.lexical),
+    ):
+        if values is not None:
+            shown = ", ".join(f"{chunks[r].chunk_id} {float(values[r]):.3f}" for r in top[:5])
+            lines.append(f"{name} top {len(top)}: {shown or '(none)'}")
+    return lines
