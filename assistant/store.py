@@ -164,6 +164,20 @@ class ChromaIndex:
                 "`python ingest.py --rebuild PATH...`, or point --index at a new directory."
             )
 
+    def drop(self) -> None:
+        """Delete the collection and everything in it (for a rebuild)."""
+        if not self.exists():
+            return
+        with _client_lock:
+            try:
+                _make_client(self.settings).delete_collection(self.settings.collection)
+            except (ChromaError, OSError) as exc:
+                raise StoreError(
+                    f"cannot drop the index at {_where(self.settings)}: {exc}"
+                ) from exc
+        self._collection = None
+        logger.info("dropped the index at %s", _where(self.settings))
+
     def stored_documents(self) -> dict[str, StoredDocument]:
         """Return what the index holds, per source."""
         keys: dict[str, set[str]] = {}

@@ -1,0 +1,189 @@
+"""Command line of ``ingest.py``: flags, wiring, summary, exit codes.
+
+Exit codes: 0 success (problems with single files are reported but do not fail
+the run unless ``--strict``), 1 the run failed (``--strict`` problems, store or
+model errors), 2 bad usage or configuration, 3 another ingest holds the index.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TextIO
+
+from assistant.config import Settings
+from assistant.errors import AssistantError, ConfigError, IndexBusyError
+from assistant.indexing import IngestReport, Progress
+
+__all__ = ["configure_logging", "ingest_main", "report_to_json"]
+
+logger = logging.getLogger(__name__)
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUSY = 0, 1, 2, 3
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ingest.py",
+        description="Index policy documents (Markdown, text, HTML, PDF, DOCX) for the assistant.",
+    )
+    parser.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="folders or files")
+    parser.add_argument("--index", type=Path, help="index directory (env ASSISTANT_INDEX)")
+    parser.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
+    parser.add_argument(
+        "--prune",
+        action="store_true",
+        help="also remove documents ingested earlier from folders not given now",
+    )
+    parser.add_argument("--strict", action="store_true", help="write nothing if any file fails")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.add_argument("--rebuild", action="store_true", help="drop the index and re-embed all")
+    parser.add_argument("--wait", action="store_true", help="wait for a running ingest to end")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging")
+    return parser
+
+
+def configure_logging(verbosity: int) -> None:
+    """Send log records to stderr; ``verbosity`` 0 shows warnings, 1 info, 2 debug."""
+    level = (logging.WARNING, logging.INFO, logging.DEBUG)[min(verbosity, 2)]
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    if verbosity < 2:
+        for noisy in ("httpx", "chromadb"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def ingest_main(
+    argv: Sequence[str] | None = None,
+    *,
+    environ: dict[str, str] | None = None,
+    stdout: TextIO | None = None,
+) -> int:
+    """Run ``ingest.py`` and return its exit code."""
+    out = stdout or sys.stdout
+    args = _parser().parse_args(argv)
+    configure_logging(args.verbose)
+    try:
+        settings = _settings(args, os.environ if environ is None else environ)
+        report = _run(args, settings, progress=_progress_bar(enabled=not args.json))
+    except IndexBusyError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BUSY
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except AssistantError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    if args.json:
+        print(
+            json.dumps(report_to_json(report, index=str(settings.store.path)), indent=2), file=out
+        )
+    else:
+        print(_summary(report), file=out)
+    return EXIT_FAILED if args.strict and report.problems else EXIT_OK
+
+
+def _settings(args: argparse.Namespace, environ: dict[str, str] | os._Environ[str]) -> Settings:
+    settings = Settings.from_env(environ)
+    if args.index is not None:
+        settings = replace(settings, store=replace(settings.store, path=args.index))
+    return settings
+
+
+def _run(args: argparse.Namespace, settings: Settings, *, progress: Progress) -> IngestReport:
+    from assistant.embeddings import make_embedder
+    from assistant.indexing import ingest
+
+    return ingest(
+        args.paths,
+        settings=settings,
+        embedder=make_embedder(settings.embedding),
+        dry_run=args.dry_run,
+        prune=args.prune,
+        strict=args.strict,
+        rebuild=args.rebuild,
+        wait=args.wait,
+        progress=progress,
+    )
+
+
+def _progress_bar(*, enabled: bool) -> Progress:
+    """Return a progress callback drawing tqdm bars on stderr (only on a terminal)."""
+    from tqdm import tqdm
+
+    bars: dict[str, tqdm[None]] = {}
+
+    def update(stage: str, done: int, total: int) -> None:
+        if not enabled:
+            return
+        bar = bars.get(stage)
+        if bar is None:
+            bar = bars[stage] = tqdm(total=total, desc=stage, unit="item", leave=False)
+        bar.n = done
+        bar.refresh()
+        if done >= total:
+            bar.close()
+
+    return update
+
+
+def report_to_json(report: IngestReport, *, index: str) -> dict[str, object]:
+    """Return the machine-readable summary printed by ``--json``."""
+    return {
+        "index": index,
+        "dry_run": report.dry_run,
+        "documents": {
+            "added": list(report.added),
+            "changed": list(report.changed),
+            "unchanged": list(report.unchanged),
+            "removed": list(report.removed),
+            "failed": [{"source": p.source, "reason": p.reason} for p in report.problems],
+        },
+        "counts": {
+            "added": len(report.added),
+            "changed": len(report.changed),
+            "unchanged": len(report.unchanged),
+            "removed": len(report.removed),
+            "failed": len(report.problems),
+        },
+        "chunks": {
+            "written": report.chunks_written,
+            "deleted": report.chunks_deleted,
+            "oversize": report.chunks_oversize,
+        },
+        "timings_s": {stage: round(seconds, 4) for stage, seconds in report.timings},
+    }
+
+
+def _summary(report: IngestReport) -> str:
+    verb: Callable[[str, str], str] = (lambda now, _: now) if report.dry_run else (lambda _, d: d)
+    lines = [
+        "Plan (dry run, nothing written):" if report.dry_run else "Ingest finished:",
+        f"  documents: {len(report.added)} {verb('to add', 'added')}, "
+        f"{len(report.changed)} {verb('to replace', 'changed')}, "
+        f"{len(report.unchanged)} unchanged, {len(report.removed)} "
+        f"{verb('to remove', 'removed')}, {len(report.problems)} failed",
+        f"  chunks: {report.chunks_written} {verb('to write', 'written')}, "
+        f"{report.chunks_deleted} {verb('to delete', 'deleted')}"
+        + (
+            f", {report.chunks_oversize} longer than the embedder reads"
+            if report.chunks_oversize
+            else ""
+        ),
+    ]
+    for label, names in (
+        ("added", report.added),
+        ("changed", report.changed),
+        ("removed", report.removed),
+    ):
+        lines.extend(f"  {label}: {name}" for name in names)
+    lines.extend(f"  FAILED {p.source}: {p.reason}" for p in report.problems)
+    if report.timings:
+        lines.append("  time: " + ", ".join(f"{s} {t:.2f}s" for s, t in report.timings))
+    return "\n".join(lines)

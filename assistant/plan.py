@@ -1,0 +1,98 @@
+"""Decide what an ingest must do: which documents are new, changed, unchanged or gone.
+
+A document is unchanged when every chunk stored for it carries the same
+``doc_key`` (hash of the file's bytes and of everything that shapes its chunks)
+and the stored chunk IDs are exactly ``source#0 .. source#n-1``. Anything else,
+including the half-written state a killed ingest leaves, counts as changed, so
+rerunning converges to a clean ingest's state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from assistant.store import StoredDocument
+from assistant.types import Problem
+
+__all__ = ["Candidate", "IngestPlan", "chunk_id", "doc_key", "make_plan"]
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A file found under a root, with the key its chunks would be stored under."""
+
+    root: Path
+    path: Path
+    source: str
+    doc_key: str
+
+
+@dataclass(frozen=True, slots=True)
+class IngestPlan:
+    """What one ingest run will do."""
+
+    added: tuple[Candidate, ...]
+    changed: tuple[Candidate, ...]
+    unchanged: tuple[Candidate, ...]
+    removed: tuple[StoredDocument, ...]
+    problems: tuple[Problem, ...]
+
+    @property
+    def to_process(self) -> tuple[Candidate, ...]:
+        """Return the documents that must be parsed, chunked and embedded."""
+        return self.added + self.changed
+
+
+def chunk_id(source: str, ordinal: int) -> str:
+    """Return the deterministic ID of a document's ``ordinal``-th chunk."""
+    return f"{source}#{ordinal}"
+
+
+def doc_key(data: bytes, *, signature: str) -> str:
+    """Return the key that changes when the file or the chunking pipeline changes."""
+    digest = hashlib.sha256(data)
+    digest.update(b"\0" + signature.encode("utf-8"))
+    return digest.hexdigest()
+
+
+def is_intact(stored: StoredDocument, key: str) -> bool:
+    """Return whether ``stored`` is exactly what a clean ingest with ``key`` leaves."""
+    expected = {chunk_id(stored.source, i) for i in range(stored.chunk_count)}
+    return stored.doc_keys == {key} and stored.chunk_ids == expected
+
+
+def make_plan(
+    candidates: Sequence[Candidate],
+    stored: Mapping[str, StoredDocument],
+    *,
+    roots: Sequence[Path],
+    prune: bool,
+    problems: Sequence[Problem] = (),
+) -> IngestPlan:
+    """Classify candidates against what the index holds.
+
+    Documents stored from one of ``roots`` that are no longer there are
+    removed; with ``prune``, so are documents from any other root, so the
+    index mirrors exactly the given roots. Files that failed to read stay as
+    they were stored.
+    """
+    added, changed, unchanged = [], [], []
+    for candidate in candidates:
+        previous = stored.get(candidate.source)
+        if previous is None:
+            added.append(candidate)
+        elif is_intact(previous, candidate.doc_key):
+            unchanged.append(candidate)
+        else:
+            changed.append(candidate)
+    seen = {c.source for c in candidates} | {p.source for p in problems}
+    scanned = {str(root) for root in roots}
+    removed = tuple(
+        doc
+        for source, doc in sorted(stored.items())
+        if source not in seen and (prune or doc.root in scanned)
+    )
+    return IngestPlan(tuple(added), tuple(changed), tuple(unchanged), removed, tuple(problems))
