@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TextIO
+from typing import Never, TextIO
 
 from assistant.config import Settings
 from assistant.errors import AssistantError, ConfigError, IndexBusyError
@@ -117,7 +117,7 @@ def _progress_bar(*, enabled: bool) -> Progress:
     """Return a progress callback drawing tqdm bars on stderr (only on a terminal)."""
     from tqdm import tqdm
 
-    bars: dict[str, tqdm[None]] = {}
+    bars: dict[str, tqdm[Never]] = {}
 
     def update(stage: str, done: int, total: int) -> None:
         if not enabled:
