@@ -1,0 +1,170 @@
+"""Find input files and load each one into a `Document`.
+
+Limits, enforced per file (a violation raises `DocumentError` naming the file):
+
+- at most `MAX_FILE_BYTES` (50 MB) per file;
+- text files must be UTF-8, or confidently detected by charset-normalizer
+  (a warning is logged), and must hold no NUL bytes;
+- no line may be longer than 1,000,000 characters;
+- a symlink must not point outside its root.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from assistant.errors import ConfigError, DocumentError
+from assistant.loaders.base import Extracted, fallback_title
+from assistant.loaders.decode import decode_text
+from assistant.types import Document
+
+__all__ = ["MAX_FILE_BYTES", "SUPPORTED_SUFFIXES", "discover", "load_document"]
+
+logger = logging.getLogger(__name__)
+
+MAX_FILE_BYTES = 50 * 1024 * 1024
+
+_KINDS = {
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".txt": "text",
+    ".html": "html",
+    ".htm": "html",
+    ".pdf": "pdf",
+    ".docx": "docx",
+}
+SUPPORTED_SUFFIXES: frozenset[str] = frozenset(_KINDS)
+
+
+def discover(roots: Sequence[Path]) -> list[tuple[Path, Path]]:
+    """List every non-hidden file under the given roots, as (root, file) pairs.
+
+    A root may be a single file; its parent directory is then its root.
+    Unsupported file types are listed too, so the caller can report them.
+    Symlinked directories are not followed.
+
+    Args:
+        roots: Directories or files to ingest.
+
+    Returns:
+        Sorted, de-duplicated (root, file) pairs.
+
+    Raises:
+        ConfigError: A root does not exist.
+    """
+    pairs: set[tuple[Path, Path]] = set()
+    for root in roots:
+        if root.is_file():
+            pairs.add((root.parent, root))
+        elif root.is_dir():
+            pairs.update((root, file) for file in _walk(root))
+        else:
+            raise ConfigError(f"data path does not exist or is not a file/directory: {root}")
+    return sorted(pairs)
+
+
+def _walk(root: Path) -> list[Path]:
+    files: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        files.extend(Path(dirpath, f) for f in filenames if not f.startswith("."))
+    return files
+
+
+def load_document(path: Path, *, root: Path, source: str | None = None) -> Document:
+    """Read and parse one file.
+
+    Args:
+        path: The file to load.
+        root: The directory it was found under; ``source`` is relative to it.
+        source: The document's identity; defaults to the POSIX path relative to ``root``.
+
+    Returns:
+        The parsed document.
+
+    Raises:
+        DocumentError: The file is unsupported, unreadable, too large, empty,
+            not text, corrupt, or escapes its root; the message names the file.
+    """
+    if source is None:
+        source = Path(os.path.relpath(path, root)).as_posix()
+    suffix = path.suffix.lower()
+    kind = _KINDS.get(suffix)
+    if kind is None:
+        supported = ", ".join(sorted(SUPPORTED_SUFFIXES))
+        shown = suffix or "(no extension)"
+        raise DocumentError(source, f"unsupported file type '{shown}' (supported: {supported})")
+    data = _read(path, root=root, source=source)
+    if not data.strip():
+        raise DocumentError(source, "file is empty (no text)")
+    extracted = _LOADERS[kind](data, source=source, fallback=fallback_title(path.stem))
+    if not any(section.blocks for section in extracted.sections):
+        raise DocumentError(source, "no text found in the file")
+    return Document(
+        source=source,
+        root=str(root.resolve()),
+        kind=kind,
+        text=extracted.text,
+        sha256=hashlib.sha256(data).hexdigest(),
+        meta=extracted.meta,
+        sections=extracted.sections,
+        page_starts=extracted.page_starts,
+    )
+
+
+def _read(path: Path, *, root: Path, source: str) -> bytes:
+    try:
+        real = path.resolve(strict=True)
+        if not real.is_relative_to(root.resolve()):
+            raise DocumentError(source, f"symlink points outside the data directory ({real})")
+        size = real.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise DocumentError(source, f"file is larger than 50 MB ({size:,} bytes)")
+        return real.read_bytes()
+    except OSError as exc:
+        raise DocumentError(source, f"cannot read file: {exc.strerror or exc}") from exc
+
+
+def _load_markdown(data: bytes, *, source: str, fallback: str) -> Extracted:
+    from assistant.loaders.markdown import parse_markdown
+
+    text = decode_text(data, source=source)
+    meta, sections = parse_markdown(text, fallback_title=fallback, source=source)
+    return Extracted(text=text, meta=meta, sections=sections)
+
+
+def _load_text(data: bytes, *, source: str, fallback: str) -> Extracted:
+    from assistant.loaders.text import parse_text
+
+    return parse_text(decode_text(data, source=source), fallback_title=fallback)
+
+
+def _load_html(data: bytes, *, source: str, fallback: str) -> Extracted:
+    from assistant.loaders.html import parse_html
+
+    return parse_html(data, source=source, fallback_title=fallback)
+
+
+def _load_pdf(data: bytes, *, source: str, fallback: str) -> Extracted:
+    from assistant.loaders.pdf import parse_pdf
+
+    return parse_pdf(data, source=source, fallback_title=fallback)
+
+
+def _load_docx(data: bytes, *, source: str, fallback: str) -> Extracted:
+    from assistant.loaders.docx import parse_docx
+
+    return parse_docx(data, source=source, fallback_title=fallback)
+
+
+_LOADERS: dict[str, Callable[..., Extracted]] = {
+    "markdown": _load_markdown,
+    "text": _load_text,
+    "html": _load_html,
+    "pdf": _load_pdf,
+    "docx": _load_docx,
+}

@@ -1,0 +1,175 @@
+"""Discovery and `load_document`: dispatch, identity, and clear errors for bad input."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import random
+from pathlib import Path
+
+import pytest
+
+from assistant.documents import SUPPORTED_SUFFIXES, discover, load_document
+from assistant.errors import ConfigError, DocumentError
+from assistant.types import Document
+
+FIXTURES = Path(__file__).parent / "fixtures" / "docs"
+
+
+def _write(path: Path, data: bytes | str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(data, str):
+        path.write_text(data, encoding="utf-8")
+    else:
+        path.write_bytes(data)
+    return path
+
+
+def _error(path: Path, root: Path) -> DocumentError:
+    with pytest.raises(DocumentError) as info:
+        load_document(path, root=root)
+    assert path.name in str(info.value)
+    return info.value
+
+
+def _block_texts(doc: Document) -> list[str]:
+    return [doc.text[b.char_start : b.char_end] for s in doc.sections for b in s.blocks]
+
+
+def test_markdown_fixture_loads_with_identity_and_meta() -> None:
+    path = FIXTURES / "loan-policy.md"
+    doc = load_document(path, root=FIXTURES)
+    assert doc.source == "loan-policy.md"
+    assert doc.kind == "markdown"
+    assert doc.root == str(FIXTURES.resolve())
+    assert doc.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert doc.text == path.read_text(encoding="utf-8")
+    assert doc.meta.title == "Loan Policy"
+    assert doc.meta.effective_date == "2024-01-15"
+    assert doc.meta.tags == ("loans", "finance")
+    assert [s.heading_path for s in doc.sections] == [
+        ("Loan Policy",),
+        ("Loan Policy", "Emergency Loans"),
+        ("Loan Policy", "Emergency Loans", "Interest"),
+        ("Loan Policy", "FAQ"),
+    ]
+    assert _block_texts(doc)[-1] == "**Can I repay early?**\n\nYes, at any time without a fee."
+
+
+def test_source_is_relative_posix_path_and_can_be_overridden(tmp_path: Path) -> None:
+    path = _write(tmp_path / "hr" / "leave.md", "# Leave\n\nTen days.\n")
+    assert load_document(path, root=tmp_path).source == "hr/leave.md"
+    assert load_document(path, root=tmp_path, source="x/y.md").source == "x/y.md"
+
+
+def test_bom_and_crlf_are_normalised(tmp_path: Path) -> None:
+    path = _write(tmp_path / "a.md", b"\xef\xbb\xbf# Title\r\n\r\nLine one\r\nline two\r\n")
+    doc = load_document(path, root=tmp_path)
+    assert doc.text == "# Title\n\nLine one\nline two\n"
+    assert _block_texts(doc) == ["Line one\nline two"]
+    assert doc.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_utf16_with_bom_is_decoded(tmp_path: Path) -> None:
+    path = _write(tmp_path / "a.txt", "Notes\n\nCafé hours.\n".encode("utf-16"))
+    assert _block_texts(load_document(path, root=tmp_path))[-1] == "Café hours."
+
+
+def test_latin1_text_is_decoded_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    text = "Café policy\n\nEmployees may claim the per-diem rate for résumé printing. Naïve.\n"
+    path = _write(tmp_path / "cafe.txt", text.encode("latin-1"))
+    with caplog.at_level(logging.WARNING, logger="assistant.loaders.decode"):
+        doc = load_document(path, root=tmp_path)
+    assert doc.text == text
+    assert "cafe.txt is not UTF-8" in caplog.text
+
+
+def test_plain_text_dispatch(tmp_path: Path) -> None:
+    path = _write(tmp_path / "notes.txt", "Office hours\n\nNine to five.\n")
+    doc = load_document(path, root=tmp_path)
+    assert doc.kind == "text"
+    assert doc.meta.title == "Office hours"
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "reason"),
+    [
+        ("a.xyz", b"hello", "unsupported file type '.xyz' (supported: .docx, .htm,"),
+        ("README", b"hello", "unsupported file type '(no extension)'"),
+        ("empty.md", b"", "file is empty"),
+        ("blank.txt", b"  \n\n\t\n", "file is empty"),
+        ("bin.md", b"# T\n\x00\x01\x02", "binary content (NUL bytes)"),
+        ("only-front.md", b"---\ntitle: X\n---\n", "no text found"),
+        ("bad-yaml.md", b"---\ntitle: [x\n---\n# T\n\nBody\n", "invalid YAML front matter"),
+        ("long.md", b"# T\n\n" + b"x" * 1_000_001 + b"\n", "line 3 is longer than 1,000,000"),
+    ],
+)
+def test_bad_inputs_name_file_and_reason(
+    tmp_path: Path, name: str, data: bytes, reason: str
+) -> None:
+    error = _error(_write(tmp_path / name, data), tmp_path)
+    assert reason in error.reason
+
+
+def test_undetectable_bytes_are_reported_as_not_utf8(tmp_path: Path) -> None:
+    noise = bytes(b or 1 for b in random.Random(0).randbytes(400))
+    error = _error(_write(tmp_path / "noise.txt", noise), tmp_path)
+    assert error.reason.startswith("not UTF-8 text")
+
+
+def test_file_over_size_limit_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "huge.md"
+    with path.open("wb") as handle:
+        handle.truncate(50 * 1024 * 1024 + 1)
+    assert "larger than 50 MB" in _error(path, tmp_path).reason
+
+
+def test_unreadable_path_is_a_document_error(tmp_path: Path) -> None:
+    (tmp_path / "dir.md").mkdir()
+    assert "cannot read file" in _error(tmp_path / "dir.md", tmp_path).reason
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root reads anything")
+def test_permission_denied_is_a_document_error(tmp_path: Path) -> None:
+    path = _write(tmp_path / "secret.md", "# S\n\nx\n")
+    path.chmod(0)
+    assert "Permission denied" in _error(path, tmp_path).reason
+
+
+def test_symlink_outside_root_is_refused_inside_is_fine(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    outside = _write(tmp_path / "outside.md", "# O\n\nsecret\n")
+    inside = _write(root / "real.md", "# R\n\nfine\n")
+    (root / "escape.md").symlink_to(outside)
+    (root / "alias.md").symlink_to(inside)
+    assert "outside the data directory" in _error(root / "escape.md", root).reason
+    assert load_document(root / "alias.md", root=root).source == "alias.md"
+
+
+def test_discover_lists_sorted_non_hidden_files(tmp_path: Path) -> None:
+    for name in ["b.md", "a/z.txt", "a/y.xyz", ".hidden.md", ".git/config", "a/.x/q.md"]:
+        _write(tmp_path / name, "x")
+    single = _write(tmp_path / "other" / "one.md", "x")
+    pairs = discover([tmp_path / "a", tmp_path, single])
+    assert pairs == sorted(pairs)
+    assert [(r.name, f.relative_to(r).as_posix()) for r, f in pairs] == [
+        (tmp_path.name, "a/y.xyz"),
+        (tmp_path.name, "a/z.txt"),
+        (tmp_path.name, "b.md"),
+        (tmp_path.name, "other/one.md"),
+        ("a", "y.xyz"),
+        ("a", "z.txt"),
+        ("other", "one.md"),
+    ]
+
+
+def test_discover_missing_root_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        discover([tmp_path / "nope"])
+
+
+def test_supported_suffixes() -> None:
+    assert {".md", ".markdown", ".txt", ".html", ".htm", ".pdf", ".docx"} == SUPPORTED_SUFFIXES
