@@ -166,11 +166,13 @@ class ChromaIndex:
 
     def drop(self) -> None:
         """Delete the collection and everything in it (for a rebuild)."""
-        if not self.exists():
+        if not self.settings.is_remote and not (self.settings.path / "chroma").is_dir():
             return
         with _client_lock:
             try:
                 _make_client(self.settings).delete_collection(self.settings.collection)
+            except NotFoundError:
+                return
             except (ChromaError, OSError) as exc:
                 raise StoreError(
                     f"cannot drop the index at {_where(self.settings)}: {exc}"

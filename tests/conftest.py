@@ -1,0 +1,128 @@
+"""Shared fixtures: a clean environment, a fast fake embedder, a real Chroma server."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE_POLICIES = ROOT / "data" / "policies"
+
+
+@pytest.fixture(autouse=True)
+def _clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keep the developer's own configuration out of every test."""
+    for name in list(os.environ):
+        if name.startswith(("ASSISTANT_", "OPENAI_")):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("GRADIO_ANALYTICS_ENABLED", "False")
+
+
+class FakeEmbedder:
+    """Hashed bag of words: deterministic, instant, and similar texts score higher."""
+
+    def __init__(self, dimension: int = 64, *, identity: str = "fake:bow") -> None:
+        self._dimension = dimension
+        self._identity = identity
+        self.embedded = 0
+
+    @property
+    def identity(self) -> str:
+        return f"{self._identity}{self._dimension}"
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    @property
+    def max_input_tokens(self) -> int:
+        return 512
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        return [len(t.split()) + 2 for t in texts]
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        self.embedded += len(texts)
+        out = np.zeros((len(texts), self._dimension), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in re.findall(r"\w+", text.lower()):
+                digest = hashlib.blake2b(word.encode(), digest_size=4).digest()
+                out[row, int.from_bytes(digest, "little") % self._dimension] += 1.0
+            out[row, 0] += 1e-3
+        out /= np.linalg.norm(out, axis=1, keepdims=True)
+        return out
+
+
+@pytest.fixture
+def fake_embedder() -> FakeEmbedder:
+    return FakeEmbedder()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class ChromaServer:
+    """A real ``chroma run`` process on 127.0.0.1, restartable on the same data."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.port = free_port()
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        chroma = shutil.which("chroma", path=str(Path(sys.executable).parent))
+        assert chroma, "the chroma command comes with the chromadb package"
+        self._process = subprocess.Popen(
+            [
+                chroma,
+                "run",
+                "--path",
+                str(self.path),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                return
+            except OSError:
+                time.sleep(0.2)
+        self.stop()
+        raise RuntimeError("chroma run did not start within 60 s")
+
+    def stop(self) -> None:
+        if self._process is not None:
+            self._process.terminate()
+            self._process.wait(timeout=30)
+            self._process = None
+
+
+@pytest.fixture
+def chroma_server(tmp_path: Path) -> Iterator[ChromaServer]:
+    server = ChromaServer(tmp_path / "chroma-server")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

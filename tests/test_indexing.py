@@ -1,0 +1,229 @@
+"""Ingest is incremental, exact and safe: users re-run it without thinking."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from assistant.config import Settings, StoreSettings
+from assistant.errors import IndexBusyError, IndexMismatchError, IndexNotFoundError
+from assistant.indexing import ingest
+from assistant.locking import writer_lock
+from assistant.store import ChromaIndex, IndexReader
+from tests.conftest import FakeEmbedder
+
+LOANS = (
+    """# Loan Policy
+
+## Emergency Loans
+
+Emergency loans carry interest of 12% per annum on a reducing balance.
+They are repaid within twelve months.
+
+## Development Loans
+
+Development loans are repaid within 48 months at 14% per annum.
+"""
+    + "\n".join(
+        f"Clause {i}: a development loan for project {i} needs two guarantors who are members."
+        for i in range(40)
+    )
+    + "\n"
+)
+
+LEAVE = """---
+title: Staff Leave Policy
+effective_date: 2026-01-01
+tags: [hr, leave]
+---
+# Leave
+
+Staff receive 24 working days of annual leave each year.
+"""
+
+
+def write_corpus(root: Path) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "loans.md").write_text(LOANS, encoding="utf-8")
+    (root / "hr").mkdir(exist_ok=True)
+    (root / "hr" / "leave.md").write_text(LEAVE, encoding="utf-8")
+    return root
+
+
+def settings_for(index: Path) -> Settings:
+    return replace(Settings(), store=StoreSettings(path=index))
+
+
+def state(settings: Settings, embedder: FakeEmbedder) -> dict[str, tuple[str, str]]:
+    """Every stored chunk: id -> (text, doc_key), as a fresh reader sees it."""
+    index = ChromaIndex(
+        settings.store, embedder_identity=embedder.identity, dimension=embedder.dimension
+    )
+    snapshot = index.load_snapshot()
+    return {c.chunk_id: (c.text, c.source) for c in snapshot.chunks}
+
+
+def test_first_ingest_adds_every_document(tmp_path: Path, fake_embedder: FakeEmbedder) -> None:
+    docs = write_corpus(tmp_path / "docs")
+    settings = settings_for(tmp_path / "index")
+
+    report = ingest([docs], settings=settings, embedder=fake_embedder)
+
+    assert sorted(report.added) == ["hr/leave.md", "loans.md"]
+    assert report.problems == ()
+    stored = state(settings, fake_embedder)
+    assert report.chunks_written == len(stored) >= 2
+    assert any("12% per annum" in text for text, _ in stored.values())
+
+
+def test_second_run_embeds_nothing_and_changes_nothing(tmp_path: Path) -> None:
+    docs = write_corpus(tmp_path / "docs")
+    settings = settings_for(tmp_path / "index")
+    ingest([docs], settings=settings, embedder=FakeEmbedder())
+    before = state(settings, FakeEmbedder())
+
+    counting = FakeEmbedder()
+    report = ingest([docs], settings=settings, embedder=counting)
+
+    assert counting.embedded == 0
+    assert sorted(report.unchanged) == ["hr/leave.md", "loans.md"]
+    assert report.chunks_written == report.chunks_deleted == 0
+    assert state(settings, counting) == before
+
+
+def test_edited_document_is_replaced_without_stale_chunks(tmp_path: Path) -> None:
+    docs = write_corpus(tmp_path / "docs")
+    settings = settings_for(tmp_path / "index")
+    embedder = FakeEmbedder()
+    ingest([docs], settings=settings, embedder=embedder)
+
+    (docs / "loans.md").write_text("# Loan Policy\n\nAll loans now cost 9% per annum.\n")
+    report = ingest([docs], settings=settings, embedder=embedder)
+
+    assert report.changed == ("loans.md",)
+    assert report.unchanged == ("hr/leave.md",)
+    texts = [text for text, source in state(settings, embedder).values() if source == "loans.md"]
+    assert len(texts) == 1
+    assert "9% per annum" in texts[0]
+    assert report.chunks_deleted >= 1
+
+
+def test_deleted_file_is_removed_but_other_roots_are_kept(tmp_path: Path) -> None:
+    docs = write_corpus(tmp_path / "docs")
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "fees.md").write_text("# Fees\n\nA statement costs 50 shillings.\n")
+    settings = settings_for(tmp_path / "index")
+    embedder = FakeEmbedder()
+    ingest([docs], settings=settings, embedder=embedder)
+    ingest([other], settings=settings, embedder=embedder)
+    (docs / "loans.md").unlink()
+
+    report = ingest([docs], settings=settings, embedder=embedder)
+
+    assert report.removed == ("loans.md",)
+    sources = {source for _, source in state(settings, embedder).values()}
+    assert sources == {"hr/leave.md", "fees.md"}
+
+    pruned = ingest([docs], settings=settings, embedder=embedder, prune=True)
+    assert pruned.removed == ("fees.md",)
+    assert {source for _, source in state(settings, embedder).values()} == {"hr/leave.md"}
+
+
+def test_broken_file_is_reported_and_its_stored_version_kept(tmp_path: Path) -> None:
+    docs = write_corpus(tmp_path / "docs")
+    settings = settings_for(tmp_path / "index")
+    embedder = FakeEmbedder()
+    ingest([docs], settings=settings, embedder=embedder)
+    before = {k: v for k, v in state(settings, embedder).items() if v[1] == "loans.md"}
+
+    (docs / "loans.md").write_bytes(b"\x00\x01\x02binary\xff\xfe" * 50)
+    (docs / "new.md").write_text("# New\n\nMembers may borrow three times their savings.\n")
+    report = ingest([docs], settings=settings, embedder=embedder)
+
+    assert [p.source for p in report.problems] == ["loans.md"]
+    assert report.added == ("new.md",)
+    after = state(settings, embedder)
+    assert {k: v for k, v in after.items() if v[1] == "loans.md"} == before
+    assert any(source == "new.md" for _, source in after.values())
+
+
+def test_strict_writes_nothing_when_a_file_fails(tmp_path: Path) -> None:
+    docs = write_corpus(tmp_path / "docs")
+    (docs / "empty.md").write_text("")
+    settings = settings_for(tmp_path / "index")
+
+    report = ingest([docs], settings=settings, embedder=FakeEmbedder(), strict=True)
+
+    assert [p.source for p in report.problems] == ["empty.md"]
+    assert not ChromaIndex(settings.store, embedder_identity="fake:bow64", dimension=64).exists()
+
+
+def test_dry_run_plans_without_writing(tmp_path: Path) -> None:
+    docs = write_corpus(tmp_path / "docs")
+    settings = settings_for(tmp_path / "index")
+
+    report = ingest([docs], settings=settings, embedder=FakeEmbedder(), dry_run=True)
+
+    assert report.dry_run
+    assert sorted(report.added) == ["hr/leave.md", "loans.md"]
+    assert report.chunks_written >= 2
+    assert not (tmp_path / "index").exists()
+
+
+def test_other_embedding_model_fails_fast_with_a_way_out(tmp_path: Path) -> None:
+    docs = write_corpus(tmp_path / "docs")
+    settings = settings_for(tmp_path / "index")
+    ingest([docs], settings=settings, embedder=FakeEmbedder(64))
+
+    with pytest.raises(IndexMismatchError, match="--rebuild"):
+        ingest([docs], settings=settings, embedder=FakeEmbedder(32))
+
+    report = ingest([docs], settings=settings, embedder=FakeEmbedder(32), rebuild=True)
+    assert sorted(report.added) == ["hr/leave.md", "loans.md"]
+
+
+def test_second_writer_is_refused_while_one_holds_the_index(tmp_path: Path) -> None:
+    docs = write_corpus(tmp_path / "docs")
+    settings = settings_for(tmp_path / "index")
+    with writer_lock(settings.store.path, wait=False), pytest.raises(IndexBusyError):
+        ingest([docs], settings=settings, embedder=FakeEmbedder())
+
+
+def test_reader_sees_new_ingest_and_never_a_deleted_chunk(tmp_path: Path) -> None:
+    docs = write_corpus(tmp_path / "docs")
+    settings = settings_for(tmp_path / "index")
+    embedder = FakeEmbedder()
+    reader = IndexReader(settings.store, embedder_identity=embedder.identity, dimension=64)
+    with pytest.raises(IndexNotFoundError, match="ingest.py"):
+        reader.snapshot()
+    ingest([docs], settings=settings, embedder=embedder)
+    first = reader.snapshot()
+    assert reader.snapshot() is first  # unchanged index: no reload
+
+    (docs / "loans.md").unlink()
+    ingest([docs], settings=settings, embedder=embedder)
+
+    assert {c.source for c in reader.snapshot().chunks} == {"hr/leave.md"}
+
+
+def test_chunk_metadata_round_trips(tmp_path: Path, fake_embedder: FakeEmbedder) -> None:
+    docs = write_corpus(tmp_path / "docs")
+    settings = settings_for(tmp_path / "index")
+    ingest([docs], settings=settings, embedder=fake_embedder)
+    index = ChromaIndex(settings.store, embedder_identity=fake_embedder.identity, dimension=64)
+
+    snapshot = index.load_snapshot()
+
+    leave = snapshot.docs["hr/leave.md"]
+    assert leave.title == "Staff Leave Policy"
+    assert leave.effective_date == "2026-01-01"
+    assert leave.tags == ("hr", "leave")
+    text = (docs / "loans.md").read_text()
+    for chunk in snapshot.chunks:
+        if chunk.source == "loans.md":
+            assert text[chunk.char_start : chunk.char_end] == chunk.body
+            assert chunk.heading_path[0] == "Loan Policy"
+    assert snapshot.vectors.shape == (len(snapshot.chunks), 64)
