@@ -197,7 +197,7 @@ def test_reader_sees_new_ingest_and_never_a_deleted_chunk(tmp_path: Path) -> Non
     settings = settings_for(tmp_path / "index")
     embedder = FakeEmbedder()
     reader = IndexReader(settings.store, embedder_identity=embedder.identity, dimension=64)
-    with pytest.raises(IndexNotFoundError, match="ingest.py"):
+    with pytest.raises(IndexNotFoundError, match=r"ingest\.py"):
         reader.snapshot()
     ingest([docs], settings=settings, embedder=embedder)
     first = reader.snapshot()
