@@ -4,7 +4,7 @@ The index stores chunks, not sections. A section's text is recovered from the
 chunks that share its ``(source, section_start, section_end)``: their bodies are
 exact slices of the document (``body == text[char_start:char_end]``) and may
 overlap, so they are merged by offsets; the whitespace gaps between
-non-overlapping chunks become a single newline. The heading path is not part
+non-overlapping chunks become one blank line. The heading path is not part
 of the section text (``Chunk.heading_path`` carries it).
 """
 
@@ -106,6 +106,8 @@ def _merge_spans(chunks: Sequence[Chunk]) -> list[tuple[int, str]]:
 def _split_lines(segments: Sequence[tuple[int, str]]) -> list[tuple[int, int, str]]:
     lines: list[tuple[int, int, str]] = []
     for start, text in segments:
+        if lines:  # a blank line between non-adjacent chunks keeps paragraphs apart
+            lines.append((start, start, ""))
         offset = start + len(text) - len(text.lstrip("\n"))
         for part in text.strip("\n").split("\n"):
             lines.append((offset, offset + len(part), part))

@@ -62,9 +62,11 @@ class LexicalIndex:
         """
         self.size = len(texts)
         self._model: bm25s.BM25 | None = None
-        if self.size:
+        corpus = [tokenize(t) for t in texts]
+        # bm25s cannot index a corpus without a single term (it fails on an empty vocabulary).
+        if any(corpus):
             model = bm25s.BM25()
-            model.index([tokenize(t) for t in texts], show_progress=False)
+            model.index(corpus, show_progress=False)
             self._model = model
 
     def scores(self, query: str) -> npt.NDArray[np.float32]:
