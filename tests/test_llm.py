@@ -6,11 +6,11 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from openai_server import FakeOpenAIServer, Reply
 
 from assistant.config import LLMSettings
 from assistant.errors import LLMError
 from assistant.llm import OpenAIChat
+from tests.openai_server import FakeOpenAIServer, Reply
 
 MESSAGES = ({"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi?"})
 
