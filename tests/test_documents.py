@@ -6,6 +6,7 @@ import hashlib
 import logging
 import os
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -173,3 +174,58 @@ def test_discover_missing_root_is_a_config_error(tmp_path: Path) -> None:
 
 def test_supported_suffixes() -> None:
     assert {".md", ".markdown", ".txt", ".html", ".htm", ".pdf", ".docx"} == SUPPORTED_SUFFIXES
+
+
+def _pdf_bytes() -> bytes:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_font("helvetica", size=12)
+    pdf.add_page()
+    pdf.multi_cell(0, 8, "Receipts are required.")
+    return bytes(pdf.output())
+
+
+def _docx_bytes() -> bytes:
+    import io
+
+    import docx
+
+    document = docx.Document()
+    document.add_heading("Guide", level=1)
+    document.add_paragraph("Be on time.")
+    buffer = io.BytesIO()
+    document.save(buffer)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "make", "first_block"),
+    [
+        ("page.html", "html", lambda: b"<h1>Guide</h1><p>Be on time.</p>", "Be on time."),
+        ("page.htm", "html", lambda: b"<h1>Guide</h1><p>Be on time.</p>", "Be on time."),
+        ("guide.docx", "docx", _docx_bytes, "Be on time."),
+        ("scan.pdf", "pdf", _pdf_bytes, "Receipts are required."),
+        ("notes.markdown", "markdown", lambda: b"# Guide\n\nBe on time.\n", "Be on time."),
+    ],
+)
+def test_dispatch_by_suffix(
+    tmp_path: Path, name: str, kind: str, make: Callable[[], bytes], first_block: str
+) -> None:
+    doc = load_document(_write(tmp_path / name, make()), root=tmp_path)
+    assert doc.kind == kind
+    assert _block_texts(doc)[0] == first_block
+    assert bool(doc.page_starts) == (kind == "pdf")
+
+
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [("report.pdf", "corrupt or unreadable PDF"), ("memo.docx", "corrupt or unreadable DOCX")],
+)
+def test_corrupt_binary_documents_name_file(tmp_path: Path, name: str, reason: str) -> None:
+    assert reason in _error(_write(tmp_path / name, b"just some text"), tmp_path).reason
+
+
+def test_html_without_text_is_reported(tmp_path: Path) -> None:
+    path = _write(tmp_path / "blank.html", b"<html><script>x()</script></html>")
+    assert "no text found" in _error(path, tmp_path).reason

@@ -29,13 +29,15 @@ class SectionAssembler:
     ``title_level`` or is the title itself.
     """
 
-    def __init__(self, *, title: str, start: int = 0, title_level: int = 1) -> None:
+    def __init__(
+        self, *, title: str, start: int = 0, title_level: int = 1, start_page: int = 0
+    ) -> None:
         self._title = title
         self._title_level = title_level
         self._stack: list[tuple[int, str]] = []
         self._anchors: set[str] = set()
         self._done: list[Section] = []
-        self._current = _Open((title,), 0, "", start, 0)
+        self._current = _Open((title,), 0, "", start, start_page)
 
     def heading(self, text: str, *, level: int, start: int, page: int = 0) -> None:
         """Start a new section at ``start`` for a heading of ``level`` (1 = top)."""

@@ -1,0 +1,74 @@
+"""HTML loader: dropped elements, sections, blocks and offsets."""
+
+from __future__ import annotations
+
+from assistant.loaders.base import Extracted
+from assistant.loaders.html import parse_html
+
+PAGE = b"""<!doctype html><html><head><title>Leave Policy</title>
+<style>p { color: red }</style><script>var secret = 1;</script></head><body>
+<script>alert("x")</script><noscript>Enable JS</noscript><template><p>tpl</p></template>
+<h1>Leave <em>Rules</em></h1><p>Intro <a href="x">link</a>, text.</p>
+<div>Loose <b>bold</b> words<p>inside</p></div>
+<h2>Sick leave</h2><ul><li>One<ul><li>Sub</li></ul></li><li>Two</li></ul>
+<table><tr><th>Days</th><th>Pay</th></tr><tr><td>1-5</td><td>Full | half</td></tr></table>
+<h3>Notes</h3><pre>line 1
+  line 2</pre><!-- hidden comment --><blockquote><p>q1</p><p>q2</p></blockquote>
+<h2>Annual leave</h2><p>Twenty days.</p>
+</body></html>"""
+
+
+def _parse(data: bytes = PAGE) -> Extracted:
+    return parse_html(data, source="p.html", fallback_title="Fallback")
+
+
+def _blocks(doc: Extracted) -> list[tuple[str, str, str]]:
+    return [
+        (s.heading_path[-1], b.kind, doc.text[b.char_start : b.char_end])
+        for s in doc.sections
+        for b in s.blocks
+    ]
+
+
+def test_scripts_styles_and_head_are_dropped() -> None:
+    doc = _parse()
+    for hidden in ("secret", "alert", "color", "Enable JS", "tpl", "hidden comment"):
+        assert hidden not in doc.text
+
+
+def test_sections_follow_headings_with_title_from_title_tag() -> None:
+    doc = _parse()
+    assert doc.meta.title == "Leave Policy"
+    assert [s.heading_path for s in doc.sections] == [
+        ("Leave Rules",),
+        ("Leave Rules", "Sick leave"),
+        ("Leave Rules", "Sick leave", "Notes"),
+        ("Leave Rules", "Annual leave"),
+    ]
+    assert doc.text[doc.sections[1].char_start :].startswith("Sick leave\n")
+
+
+def test_blocks_render_lists_tables_code_and_quotes() -> None:
+    assert _blocks(_parse()) == [
+        ("Leave Rules", "paragraph", "Intro link, text."),
+        ("Leave Rules", "paragraph", "Loose bold words"),
+        ("Leave Rules", "paragraph", "inside"),
+        ("Sick leave", "list_item", "- One\n  - Sub"),
+        ("Sick leave", "list_item", "- Two"),
+        ("Sick leave", "table", "| Days | Pay |\n| --- | --- |\n| 1-5 | Full \\| half |"),
+        ("Notes", "code", "line 1\n  line 2"),
+        ("Notes", "other", "q1 q2"),
+        ("Annual leave", "paragraph", "Twenty days."),
+    ]
+
+
+def test_title_falls_back_to_h1_then_file_name() -> None:
+    assert _parse(b"<h1>Main</h1><p>x</p>").meta.title == "Main"
+    no_h1 = _parse(b"<h2>Part</h2><p>x</p>")
+    assert no_h1.meta.title == "Fallback"
+    assert no_h1.sections[0].heading_path == ("Fallback", "Part")
+
+
+def test_meta_charset_is_honoured() -> None:
+    data = '<meta charset="windows-1252"><p>Café</p>'.encode("cp1252")
+    assert "Café" in _parse(data).text
