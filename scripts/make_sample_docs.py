@@ -327,6 +327,10 @@ def _pdf_block(pdf: FPDF, block: Block) -> None:
     if isinstance(block, Heading):
         sizes = {1: 20, 2: 14, 3: 12}
         pdf.ln(4 if block.level > 1 else 0)
+        # Keep a heading with its first lines; this also keeps the outline entry (recorded
+        # before the heading is drawn) on the page where the heading actually appears.
+        if pdf.will_page_break(30):
+            pdf.add_page()
         pdf.start_section(block.text, level=block.level - 1)
         pdf.set_font("Helvetica", style="B", size=sizes[block.level])
         pdf.multi_cell(0, 8, block.text, new_x="LMARGIN", new_y="NEXT")
