@@ -35,15 +35,15 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _SUPPORT_THRESHOLD = 0.5
 _SNIPPET_CHARS = 280
 
-STOPWORDS = frozenset(
-    """a about above after again all also am an and any are as at be because been before
+_STOPWORD_TEXT = """a about above after again all also am an and any are as at be because been
+    before
     being below between both but by can could did do does doing down during each few for
     from further had has have having he her here hers him his how i if in into is it its
     itself just may me might more most must my no nor not now of off on once only or other
     our out over own same shall she should so some such than that the their them then there
     these they this those through to too under until up very was we were what when where
-    which while who whom why will with would you your yours per""".split()
-)
+    which while who whom why will with would you your yours per"""
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 
 def content_words(text: str) -> set[str]:
