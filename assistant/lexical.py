@@ -21,6 +21,8 @@ from bm25s.stopwords import STOPWORDS_EN
 __all__ = ["LexicalIndex", "tokenize"]
 
 logger = logging.getLogger(__name__)
+# bm25s sets its own logger to DEBUG at import; hand the level back to the application.
+logging.getLogger("bm25s").setLevel(logging.NOTSET)
 
 _WORD = re.compile(r"\w+")
 _STOPWORDS = frozenset(STOPWORDS_EN)

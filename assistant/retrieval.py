@@ -1,11 +1,11 @@
-"""Hybrid search over an in-memory index snapshot: dense cosine + BM25, fused by RRF.
+"""Hybrid search over an in-memory index snapshot: dense cosine + BM25, fused by weighted sum.
 
 Per search: take the current `IndexSnapshot` (rebuilding the BM25 index, filter
 columns and section map when its generation changed), restrict rows with the
 filters as boolean masks, score the eligible rows densely (one matrix-vector
-product) and lexically (BM25), fuse the two top-50 lists by reciprocal rank
-fusion, demote superseded documents, collapse overlapping chunks of one section,
-and expand the top ``k`` into their sections (small to big). See `assistant.fusion`
+product) and lexically (BM25), fuse the two top-50 lists, demote superseded
+documents, collapse overlapping chunks of one section, and expand the top ``k``
+into their sections (small to big). See `assistant.fusion` for the fusion and
 for how ``Hit.score`` is defined.
 """
 
@@ -25,7 +25,7 @@ from assistant.errors import IndexMismatchError
 from assistant.expansion import SectionKey, SectionText, collapse_near_duplicates, section_key
 from assistant.fusion import (
     demote_superseded,
-    reciprocal_rank_fusion,
+    fuse_scores,
     relevance,
     superseded_by,
     top_rows,
@@ -165,7 +165,8 @@ class Retriever:
         chunks = view.snapshot.chunks
         trace += _candidate_lines(scores, chunks)
         t0 = time.perf_counter()
-        fused = reciprocal_rank_fusion([r for r in (scores.dense_top, scores.lexical_top) if r])
+        candidates = list(dict.fromkeys([*scores.dense_top, *scores.lexical_top]))
+        fused = fuse_scores(candidates, dense=scores.dense, lexical=scores.lexical)
         order = demote_superseded(
             fused, source_of=lambda r: chunks[r].source, replaced_by=view.replaced_by
         )

@@ -146,8 +146,8 @@ def policy_corpus() -> tuple[list[Chunk], dict[str, DocMeta]]:
         "finance/fees.md",
         "Fees",
         [
-            Section("Insurance", ("Members may buy optional insurance for loans and savings.",)),
-            Section("Card replacement", ("Charge CR-47 applies when a member card is replaced.",)),
+            Section("Extras", ("Members may buy insurance for loans.",)),
+            Section("Card replacement", ("Card replacement insurance: charge CR-47.",)),
         ],
     )
     chunks += build_document(

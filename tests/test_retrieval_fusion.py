@@ -3,6 +3,7 @@ import pytest
 
 from assistant.fusion import (
     demote_superseded,
+    fuse_scores,
     reciprocal_rank_fusion,
     relevance,
     superseded_by,
@@ -76,3 +77,13 @@ def test_demotion_terminates_on_a_supersession_cycle() -> None:
         replaced_by={"a.md": frozenset({"b.md"}), "b.md": frozenset({"a.md"})},
     )
     assert sorted(order) == [0, 1]
+
+
+def test_weighted_fusion_adds_normalised_bm25_to_cosine() -> None:
+    dense = np.array([0.50, 0.45, 0.10], dtype=np.float32)
+    lexical = np.array([0.0, 4.0, 8.0], dtype=np.float32)
+    fused = fuse_scores([0, 1, 2], dense=dense, lexical=lexical, lexical_weight=0.1)
+    assert [row for row, _ in fused] == [0, 1, 2]
+    assert dict(fused)[1] == pytest.approx(0.45 + 0.05)
+    assert [row for row, _ in fuse_scores([0, 1, 2], dense=None, lexical=lexical)] == [2, 1, 0]
+    assert [row for row, _ in fuse_scores([2, 1], dense=dense, lexical=None)] == [1, 2]
