@@ -76,10 +76,10 @@ class FakeStream:
     error: str = ""
     query: str = ""
     _text: str = ""
+    result: SearchResult = field(init=False)
 
-    @property
-    def result(self) -> SearchResult:
-        return SearchResult(
+    def __post_init__(self) -> None:
+        self.result = SearchResult(
             query=self.query, hits=self.hits, no_good_match=self.no_good_match, trace=()
         )
 
@@ -117,6 +117,7 @@ class FakeService:
     hits: tuple[Hit, ...] = (make_hit(),)
     delay: float = 0.0
     fail_after: int = -1
+    no_good_match: bool = False
     raise_on_ask: Exception | None = None
     calls: list[Call] = field(default_factory=list)
     streams: list[FakeStream] = field(default_factory=list)
@@ -140,6 +141,7 @@ class FakeService:
             deltas=self.deltas,
             delay=self.delay,
             fail_after=self.fail_after,
+            no_good_match=self.no_good_match,
             query=f"standalone: {question}",
         )
         with self._lock:

@@ -1,0 +1,145 @@
+"""The document viewer: safe path resolution and HTML with one anchor per section."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from assistant.documents import load_document
+from assistant.viewer import CSP, DocumentViewer
+
+LEAVE = """---
+title: Leave Policy
+effective_date: 2025-07-01
+tags: [hr, leave]
+---
+
+# Leave Policy
+
+Intro text.
+
+## Annual Leave
+
+Staff get **25 days** of annual leave.
+
+<script>alert("x")</script>
+
+![tracker](https://evil.example/pixel.png)
+
+## Sick Leave
+
+Up to 10 days with a note.
+"""
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    docs = tmp_path / "docs"
+    (docs / "hr").mkdir(parents=True)
+    (docs / "hr" / "leave.md").write_text(LEAVE, encoding="utf-8")
+    (docs / "hours.txt").write_text("OFFICE HOURS\n\nOpen 8 to 5 <b>weekdays</b>.\n")
+    (docs / ".env").write_text("OPENAI_API_KEY=sk-secret\n")
+    (docs / ".hidden").mkdir()
+    (docs / ".hidden" / "x.md").write_text("# Hidden\n\nsecret\n")
+    (docs / "index").mkdir()
+    (docs / "index" / "notes.md").write_text("# Index notes\n\ninternal\n")
+    (tmp_path / "outside.md").write_text("# Outside\n\nsecret outside\n")
+    (docs / "escape.md").symlink_to(tmp_path / "outside.md")
+    return docs
+
+
+@pytest.fixture
+def viewer(root: Path) -> DocumentViewer:
+    return DocumentViewer(roots=[root], blocked=[root / "index"])
+
+
+def test_markdown_page_has_an_anchor_for_every_indexed_section(
+    root: Path, viewer: DocumentViewer
+) -> None:
+    page = viewer.page("hr/leave.md")
+
+    assert page.status == 200
+    document = load_document(root / "hr" / "leave.md", root=root)
+    anchors = [s.anchor for s in document.sections if s.anchor]
+    assert "annual-leave" in anchors
+    for anchor in anchors:
+        assert f'<section id="{anchor}">' in page.html
+    annual = page.html.split('<section id="annual-leave">')[1].split("</section>")[0]
+    assert "<strong>25 days</strong>" in annual
+    assert "Sick Leave" not in annual
+
+
+def test_markdown_raw_html_is_escaped_and_nothing_can_load(viewer: DocumentViewer) -> None:
+    page = viewer.page("hr/leave.md")
+
+    assert "<script" not in page.html
+    assert "&lt;script&gt;" in page.html
+    # Markdown images still become <img>, but the CSP forbids loading them.
+    assert "default-src 'none'" in CSP
+    assert "img-src" not in CSP
+    assert "title: Leave Policy" not in page.html  # front matter is not shown as text
+
+
+def test_text_file_is_preformatted_and_escaped(viewer: DocumentViewer) -> None:
+    page = viewer.page("hours.txt")
+
+    assert page.status == 200
+    assert "<pre>" in page.html
+    assert "&lt;b&gt;weekdays&lt;/b&gt;" in page.html
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "../outside.md",
+        "hr/../../outside.md",
+        "hr/../hr/leave.md",
+        "/etc/passwd",
+        "C:/Windows/win.ini",
+        "hr\\leave.md",
+        ".env",
+        ".hidden/x.md",
+        "index/notes.md",
+        "escape.md",
+        "missing.md",
+        "hr",
+        "",
+        "hr/leave.md\x00.txt",
+    ],
+)
+def test_unsafe_or_unknown_paths_are_refused(viewer: DocumentViewer, path: str) -> None:
+    page = viewer.page(path)
+
+    assert page.status == 404
+    assert "secret" not in page.html
+    assert "Index notes" not in page.html
+
+
+def test_a_file_the_loader_rejects_gives_a_readable_error(root: Path) -> None:
+    (root / "empty.md").write_text("   \n")
+    page = DocumentViewer(roots=[root]).page("empty.md")
+
+    assert page.status == 422
+    assert "empty.md" in page.html
+    assert "Traceback" not in page.html
+
+
+def test_sample_policies_render(viewer: DocumentViewer) -> None:
+    sample = Path(__file__).resolve().parent.parent / "data" / "policies"
+    page = DocumentViewer(roots=[sample]).page("loan-policy.md")
+
+    assert page.status == 200
+    assert '<section id="emergency-loans">' in page.html
+    assert re.search(r"12% per annum", page.html)
+
+
+def test_viewer_and_formatting_do_not_import_gradio() -> None:
+    code = (
+        "import sys, assistant.viewer, assistant.uiformat; "
+        "sys.exit(1 if 'gradio' in sys.modules else 0)"
+    )
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
