@@ -21,7 +21,7 @@ __all__ = ["SafeStream", "neutralise_markdown"]
 _IMAGE = re.compile(r"!\[([^\]\n]*)\]\s?(?:\([^)\n]*\)|\[[^\]\n]*\])")
 _LINK = re.compile(r"\[([^\]\n]*)\]\(\s*<?([^)\s>]*)>?(?:\s+\"[^\"\n]*\")?\s*\)")
 _AUTOLINK = re.compile(r"<([a-zA-Z][a-zA-Z0-9+.-]*:[^>\s]*)>")
-_BARE_URL = re.compile(r"(?<![(<`\w/])(?:https?|ftp)://[^\s)<>`\]]+", re.IGNORECASE)
+_BARE_URL = re.compile(r"(?<![`\w/])(?:https?|ftp)://[^\s)<>`\]]+", re.IGNORECASE)
 _HTML_START = re.compile(r"<(?![a-zA-Z][a-zA-Z0-9+.-]*:[^>\s]*>)(?=[A-Za-z/!?])")
 
 # Tails that may still become a construct once more text arrives.

@@ -95,3 +95,14 @@ def test_no_image_syntax_survives(text: str) -> None:
     out = safe(text)
     assert "<img" not in out.lower() or "&lt;img" in out.lower()
     assert safe(out).count("image removed") == out.count("image removed")
+
+
+def test_parenthesised_foreign_url_made_inert() -> None:
+    assert safe("(see https://evil.example/x)") == "(see `https://evil.example/x`)"
+
+
+@given(parts=st.lists(TRICKY, max_size=8))
+def test_neutralising_twice_changes_nothing(parts: list[str]) -> None:
+    # The UI applies SafeStream again to the service's already safe deltas.
+    once = safe("".join(parts))
+    assert safe(once) == once
