@@ -159,21 +159,35 @@ def _cut_by_tokens(text: str, span: Span, *, limit: int, count: Counter) -> list
     out = []
     start, end = span
     while start < end:
-        if count(text[start:end]) <= limit:
-            out.append((start, end))
-            break
-        low, high = start + 1, end  # the longest fitting end lies in [low, high)
-        while high - low > 1:
-            middle = (low + high) // 2
-            if count(text[start:middle]) <= limit:
-                low = middle
-            else:
-                high = middle
-        out.append((start, low))
-        start = low
+        stop = _longest_fit(text, start, end, limit=limit, count=count)
+        out.append((start, stop))
+        start = stop
         while start < end and text[start].isspace():
             start += 1
     return out
+
+
+def _longest_fit(text: str, start: int, end: int, *, limit: int, count: Counter) -> int:
+    """Return the largest ``stop`` (at least ``start + 1``) with ``text[start:stop]`` in budget.
+
+    A galloping search: windows double until one is too long, then bisect, so
+    each call encodes only a few times the piece's own length.
+    """
+    low, width = start + 1, 8 * limit
+    while True:
+        high = min(end, start + width)
+        if count(text[start:high]) > limit:
+            break
+        if high == end:
+            return end
+        low, width = high, 2 * width
+    while high - low > 1:  # text[start:low] fits (or is one char); text[start:high] does not
+        middle = (low + high) // 2
+        if count(text[start:middle]) <= limit:
+            low = middle
+        else:
+            high = middle
+    return low
 
 
 @dataclass(frozen=True, slots=True)
