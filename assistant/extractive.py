@@ -50,17 +50,21 @@ def extract_passages(
         max_passages: How many passages to quote at most.
 
     Returns:
-        Passages sharing at least one content word with the question, best
+        Passages sharing at least two of the question's content words (one if
+        it has only one), best
         ``max_passages`` by score, ordered by source number and position.
     """
     wanted = content_words(question)
+    # One shared word is too weak when the question has several ("menu" alone).
+    needed = min(2, len(wanted))
     candidates: list[Passage] = []
     for number, hit in enumerate(sources, start=1):
         units = _units(hit.section_text or hit.chunk.body)
         for position, (text, scored, is_table) in enumerate(units):
             shared = len(content_words(scored) & wanted)
-            if shared:
-                score = shared / math.sqrt(len(wanted)) + _RANK_BONUS / hit.rank
+            context = len(content_words(text) & wanted) - shared  # a row's table header
+            if shared and shared + context >= needed:
+                score = (shared + context / 2) / math.sqrt(len(wanted)) + _RANK_BONUS / hit.rank
                 candidates.append(Passage(number, text, score, position, is_table))
     best = sorted(candidates, key=lambda p: -p.score)[:max_passages]
     return sorted(best, key=lambda p: (p.number, p.position))

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
-from assistant.citations import STOPWORDS
+from assistant.citations import STOPWORDS, content_words
 from assistant.errors import LLMError
 from assistant.types import Turn
 
@@ -106,8 +106,18 @@ class QueryRewriter:
 def _heuristic(question: str, history: Sequence[Turn]) -> str:
     previous = next(turn.text for turn in reversed(history) if turn.role == "user")
     core = _FOLLOW_UP_START.sub("", question).strip(" ,?!.")
-    seen = {word.lower() for word in _keywords(core)}
-    context = [w for w in dict.fromkeys(_keywords(previous)) if w.lower() not in seen]
+    replaced = content_words(core)
+    context: list[str] = []
+    last_kept = -2
+    for index, word in enumerate(dict.fromkeys(_keywords(previous))):
+        if content_words(word) <= replaced:
+            # The follow-up names this thing anew ("development loans" after
+            # "emergency loan"), so the modifier just before it goes too.
+            if context and last_kept == index - 1:
+                context.pop()
+            continue
+        context.append(word)
+        last_kept = index
     return " ".join([*context, core]).strip()
 
 

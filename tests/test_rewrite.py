@@ -46,7 +46,14 @@ def test_no_rewrite_without_an_earlier_user_turn() -> None:
 def test_heuristic_combines_previous_question() -> None:
     rewrite = QueryRewriter().rewrite("and for members under 6 months?", HISTORY)
     assert rewrite.method == "heuristic"
-    assert rewrite.query == "many days annual leave full-time get for members under 6 months"
+    # "members" is named anew, so its old modifier "full-time" goes too.
+    assert rewrite.query == "many days annual leave get for members under 6 months"
+
+
+def test_heuristic_replaces_the_old_subject() -> None:
+    history = (Turn("user", "What is the emergency loan interest rate?"),)
+    rewrite = QueryRewriter().rewrite("and for development loans?", history)
+    assert rewrite.query == "interest rate for development loans"
 
 
 class ScriptedCompleter:
