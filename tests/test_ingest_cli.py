@@ -1,0 +1,188 @@
+"""ingest.py as administrators and other tools use it: real processes, real model."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from assistant.config import Settings, StoreSettings
+from assistant.embeddings import make_embedder
+from assistant.store import ChromaIndex
+from tests.conftest import ROOT, SAMPLE_POLICIES, ChromaServer
+
+INGEST = str(ROOT / "ingest.py")
+
+
+def run_ingest(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, INGEST, *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        cwd=ROOT,
+        timeout=600,
+        check=False,
+    )
+
+
+def stored_state(index: Path, **store: object) -> dict[str, tuple[str, str, str]]:
+    embedder = make_embedder(Settings().embedding)
+    settings = StoreSettings(path=index, **store)  # type: ignore[arg-type]
+    snapshot = ChromaIndex(
+        settings, embedder_identity=embedder.identity, dimension=embedder.dimension
+    ).load_snapshot()
+    return {
+        c.chunk_id: (c.text, c.source, snapshot.vectors[i].round(4).tobytes().hex())
+        for i, c in enumerate(snapshot.chunks)
+    }
+
+
+def small_corpus(root: Path, count: int = 6) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    for i in range(count):
+        body = "\n\n".join(
+            f"Rule {i}.{j}: members in branch {i} may apply for product {j} after {j + 3} months."
+            for j in range(30)
+        )
+        (root / f"policy-{i}.md").write_text(f"# Policy {i}\n\n## Terms\n\n{body}\n")
+    return root
+
+
+def test_json_summary_contract_and_second_run_is_a_no_op(tmp_path: Path) -> None:
+    docs = small_corpus(tmp_path / "docs", count=3)
+    (docs / "notes.xyz").write_text("not a policy")
+    index = tmp_path / "index"
+
+    first = run_ingest(str(docs), "--index", str(index), "--json")
+    second = run_ingest(str(docs), "--index", str(index), "--json")
+
+    assert first.returncode == 0, first.stderr
+    summary = json.loads(first.stdout)
+    assert summary["counts"] == {
+        "added": 3,
+        "changed": 0,
+        "unchanged": 0,
+        "removed": 0,
+        "failed": 1,
+    }
+    assert summary["documents"]["failed"][0]["source"] == "notes.xyz"
+    assert "unsupported" in summary["documents"]["failed"][0]["reason"]
+    assert summary["chunks"]["written"] > 3
+    assert {"scan", "parse", "embed", "write"} <= set(summary["timings_s"])
+    again = json.loads(second.stdout)
+    assert again["counts"]["unchanged"] == 3
+    assert again["chunks"] == {"written": 0, "deleted": 0, "oversize": 0}
+
+
+def test_strict_fails_the_run_and_dry_run_prints_the_plan(tmp_path: Path) -> None:
+    docs = small_corpus(tmp_path / "docs", count=2)
+    (docs / "empty.md").write_text("")
+    index = tmp_path / "index"
+
+    plan = run_ingest(str(docs), "--index", str(index), "--dry-run")
+    strict = run_ingest(str(docs), "--index", str(index), "--strict")
+
+    assert plan.returncode == 0
+    assert "Plan (dry run" in plan.stdout
+    assert "2 to add" in plan.stdout
+    assert "empty.md" in plan.stdout
+    assert strict.returncode == 1
+    assert not (index / "chroma").exists()
+
+
+def test_missing_folder_is_a_usage_error(tmp_path: Path) -> None:
+    result = run_ingest(str(tmp_path / "nowhere"), "--index", str(tmp_path / "index"))
+    assert result.returncode == 2
+    assert "nowhere" in result.stderr
+
+
+def test_ingest_works_with_the_network_blocked(tmp_path: Path) -> None:
+    docs = small_corpus(tmp_path / "docs", count=2)
+    env = {
+        "PYTHONPATH": str(ROOT / "tests" / "netblock"),
+        "HF_HUB_OFFLINE": "0",
+        "TIKTOKEN_CACHE_DIR": str(tmp_path / "empty-cache"),
+    }
+    probe = subprocess.run(
+        [sys.executable, "-c", "import socket; socket.create_connection(('192.0.2.1', 80), 1)"],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert "network blocked" in probe.stderr  # the guard is active
+
+    result = run_ingest(str(docs), "--index", str(tmp_path / "index"), "--json", env=env)
+
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["counts"]["added"] == 2
+
+
+def test_two_ingests_at_once_one_is_refused(tmp_path: Path) -> None:
+    docs = small_corpus(tmp_path / "docs", count=40)
+    index = tmp_path / "index"
+    first = subprocess.Popen(
+        [sys.executable, INGEST, str(docs), "--index", str(index)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=ROOT,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (index / "ingest.lock").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)
+        second = run_ingest(str(docs), "--index", str(index))
+    finally:
+        assert first.wait(timeout=600) == 0
+    assert second.returncode == 3
+    assert "another ingest" in second.stderr
+    assert len(stored_state(index)) > 40
+
+
+@pytest.mark.parametrize("delay", [1.0, 2.5, 4.0])
+def test_killed_ingest_converges_to_a_clean_ingest(tmp_path: Path, delay: float) -> None:
+    docs = small_corpus(tmp_path / "docs", count=60)
+    clean, crashed = tmp_path / "clean", tmp_path / "crashed"
+    assert run_ingest(str(docs), "--index", str(clean)).returncode == 0
+    victim = subprocess.Popen(
+        [sys.executable, INGEST, str(docs), "--index", str(crashed)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=ROOT,
+    )
+    time.sleep(delay)
+    victim.send_signal(signal.SIGKILL)
+    victim.wait()
+
+    rerun = run_ingest(str(docs), "--index", str(crashed), "--json")
+
+    assert rerun.returncode == 0, rerun.stderr
+    assert stored_state(crashed) == stored_state(clean)
+
+
+@pytest.mark.server
+def test_ingest_into_a_chroma_server_survives_a_restart(
+    tmp_path: Path, chroma_server: ChromaServer
+) -> None:
+    docs = small_corpus(tmp_path / "docs", count=3)
+    env = {"ASSISTANT_CHROMA_HOST": "127.0.0.1", "ASSISTANT_CHROMA_PORT": str(chroma_server.port)}
+    local = tmp_path / "local"
+
+    first = run_ingest(str(docs), "--index", str(tmp_path / "lock"), "--json", env=env)
+    assert first.returncode == 0, first.stderr
+    assert run_ingest(str(docs), "--index", str(local)).returncode == 0
+    chroma_server.stop()
+    chroma_server.start()
+    second = run_ingest(str(docs), "--index", str(tmp_path / "lock"), "--json", env=env)
+
+    assert json.loads(second.stdout)["counts"]["unchanged"] == 3
+    remote = stored_state(tmp_path / "lock", host="127.0.0.1", port=chroma_server.port)
+    assert remote == stored_state(local)
