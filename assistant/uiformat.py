@@ -29,7 +29,9 @@ MAX_TURNS = 12
 MAX_TURN_CHARS = 4000
 SNIPPET_CHARS = 320
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~])")
+# Characters that can start Markdown links, images, emphasis, code, headings or tables.
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]()#!|~])")
+_HEADING_MARK = re.compile(r"^\s{0,3}#{1,6}\s+", re.MULTILINE)
 _SPACES = re.compile(r"\s+")
 
 
@@ -126,7 +128,7 @@ def doc_link(hit: Hit, *, base: str = "/doc/") -> str:
 
 
 def _snippet(hit: Hit, *, limit: int = SNIPPET_CHARS) -> str:
-    flat = _SPACES.sub(" ", hit.chunk.body).strip()
+    flat = _SPACES.sub(" ", _HEADING_MARK.sub("", hit.chunk.body)).strip()
     if len(flat) > limit:
         flat = flat[:limit].rsplit(" ", 1)[0] + " …"
     return escape_markdown(flat)
@@ -197,7 +199,7 @@ def trace_markdown(
         Markdown: a fenced block, so nothing in it renders as Markdown or HTML.
     """
     body = [f"question: {question}", f"searched: {query}"]
-    body += list(lines)
+    body += [line for line in lines if line not in body]
     body += [f"{name}: {seconds * 1000:.0f} ms" for name, seconds in timings.items()]
     text = "\n".join(body)
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)

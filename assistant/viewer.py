@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import html
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path, PurePosixPath
 
 from markdown_it import MarkdownIt
 
-from assistant.errors import DocumentError
+from assistant.errors import AssistantError, DocumentError
 from assistant.types import Document, Section
 
 __all__ = ["CSP", "SECURITY_HEADERS", "DocumentViewer", "ViewerPage"]
@@ -48,6 +48,7 @@ _STYLE = (
 )
 
 Loader = Callable[[Path, Path, str], Document]
+Catalog = Callable[[], Mapping[str, str]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,17 +74,22 @@ class DocumentViewer:
         roots: Sequence[Path],
         blocked: Sequence[Path] = (),
         loader: Loader = _load_with_documents,
+        catalog: Catalog | None = None,
     ) -> None:
         """Create a viewer.
 
         Args:
-            roots: Directories whose files may be shown (the ingested roots).
+            roots: Directories whose files may be shown when there is no catalog.
             blocked: Directories never shown even if under a root (the index).
             loader: Turns ``(path, root, source)`` into a `Document`.
+            catalog: Returns the indexed sources, each mapped to the root it was
+                ingested from; when given, only those sources are shown. It may
+                raise `AssistantError` (e.g. no index yet): ``roots`` apply then.
         """
         self._roots = tuple(root.resolve() for root in roots)
         self._blocked = tuple(path.resolve() for path in blocked)
         self._loader = loader
+        self._catalog = catalog
 
     def page(self, path: str) -> ViewerPage:
         """Return the page for a request path such as ``hr/leave.md``.
@@ -105,11 +111,22 @@ class DocumentViewer:
             return ViewerPage(422, _page("Cannot show document", body))
         return ViewerPage(200, render_document(document))
 
+    def _candidate_roots(self, source: str) -> tuple[Path, ...]:
+        if self._catalog is None:
+            return self._roots
+        try:
+            indexed = self._catalog()
+        except AssistantError as exc:
+            logger.info("viewer has no catalog (%s); using the configured roots", exc)
+            return self._roots
+        root = indexed.get(source)
+        return (Path(root).resolve(),) if root else ()
+
     def _resolve(self, path: str) -> tuple[Path, Path, str] | None:
         relative = _safe_relative(path)
         if relative is None:
             return None
-        for root in self._roots:
+        for root in self._candidate_roots(relative.as_posix()):
             candidate = root.joinpath(*relative.parts)
             try:
                 real = candidate.resolve(strict=True)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from assistant.documents import load_document
+from assistant.errors import IndexNotFoundError
 from assistant.viewer import CSP, DocumentViewer
 
 LEAVE = """---
@@ -143,3 +144,28 @@ def test_viewer_and_formatting_do_not_import_gradio() -> None:
         "sys.exit(1 if 'gradio' in sys.modules else 0)"
     )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+def test_with_a_catalog_only_indexed_sources_are_shown(root: Path) -> None:
+    viewer = DocumentViewer(roots=[root], catalog=lambda: {"hr/leave.md": str(root)})
+
+    assert viewer.page("hr/leave.md").status == 200
+    assert viewer.page("hours.txt").status == 404  # on disk, but not indexed
+
+
+def test_a_catalog_root_is_still_checked_for_escapes(root: Path, tmp_path: Path) -> None:
+    viewer = DocumentViewer(roots=[], catalog=lambda: {"escape.md": str(root)})
+
+    page = viewer.page("escape.md")
+
+    assert page.status == 404
+    assert "secret outside" not in page.html
+
+
+def test_without_an_index_the_configured_roots_apply(root: Path) -> None:
+    def no_index() -> dict[str, str]:
+        raise IndexNotFoundError("run `python ingest.py` first")
+
+    viewer = DocumentViewer(roots=[root], catalog=no_index)
+
+    assert viewer.page("hours.txt").status == 200

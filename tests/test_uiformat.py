@@ -1,0 +1,86 @@
+"""Sources and trace Markdown: document text stays inert, links point at the viewer."""
+
+from __future__ import annotations
+
+import html
+import re
+
+from hypothesis import given
+from hypothesis import strategies as st
+from markdown_it import MarkdownIt
+
+from assistant.types import Answer, Citation
+from assistant.uiformat import doc_link, escape_markdown, sources_markdown, trace_markdown
+from tests.ui_fakes import make_hit
+
+_md = MarkdownIt("commonmark", {"html": True})
+
+
+def _text_of(rendered: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", "", rendered)).strip()
+
+
+@given(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), max_size=80))
+def test_escaped_text_renders_as_itself_without_markup(text: str) -> None:
+    line = " ".join(text.split())
+    rendered = _md.render("> " + escape_markdown(line))
+
+    for tag in ("<a ", "<img", "<script", "<em>", "<strong>", "<code>", "<h1", "<table"):
+        assert tag not in rendered
+    assert _text_of(rendered) == line.strip()
+
+
+def test_hostile_snippet_cannot_make_links_or_images() -> None:
+    hit = make_hit(
+        body="![x](https://evil.example/a.png) <img src=https://e.example/b> [c](javascript:1)"
+    )
+    answer = Answer("q", "see [1]", (hit,), (Citation(1, hit),))
+
+    rendered = _md.render(sources_markdown(answer))
+
+    assert "<img" not in rendered
+    assert rendered.count("<a ") == 1  # only our own "open section" link
+    assert 'href="/doc/loan-policy.md#interest"' in rendered
+
+
+def test_sources_list_cited_first_and_report_invalid_numbers() -> None:
+    first = make_hit(rank=1, anchor="interest")
+    second = make_hit(rank=2, anchor="limits", heading=("Loan Policy", "Limits"), page=3)
+    answer = Answer(
+        "q", "x [2]", (first, second), (Citation(2, second),), invalid_citation_numbers=(7,)
+    )
+
+    text = sources_markdown(answer)
+
+    assert "[2] Loan Policy" in text
+    assert "[1] Loan Policy" not in text
+    assert "page 3" in text
+    assert "\\[7\\]" in text
+    assert "[1] Loan Policy" in sources_markdown(answer, include_uncited=True)
+
+
+def test_uncited_answer_still_lists_what_was_searched() -> None:
+    hit = make_hit()
+    text = sources_markdown(Answer("q", "no markers", (hit,), ()))
+    assert "[1] Loan Policy" in text
+    assert "not cited" in text
+
+
+def test_doc_link_quotes_paths_and_anchors() -> None:
+    hit = make_hit(source="hr/leave policy (2025).md", anchor="annual-leave")
+    assert doc_link(hit) == "/doc/hr/leave%20policy%20%282025%29.md#annual-leave"
+
+
+def test_trace_is_a_fence_that_backticks_cannot_break() -> None:
+    text = trace_markdown(
+        question="what about ```evil```?",
+        query="q",
+        lines=("question: what about ```evil```?", "prompt: 812 tokens"),
+        timings={"first token": 0.0123},
+    )
+
+    rendered = _md.render(text)
+    assert rendered.startswith("<pre><code")
+    assert rendered.count("<pre>") == 1
+    assert text.count("question:") == 1
+    assert "first token: 12 ms" in text
