@@ -15,7 +15,7 @@ import pytest
 from assistant.config import Settings, StoreSettings
 from assistant.embeddings import make_embedder
 from assistant.store import ChromaIndex
-from tests.conftest import ROOT, SAMPLE_POLICIES, ChromaServer
+from tests.conftest import ROOT, ChromaServer
 
 INGEST = str(ROOT / "ingest.py")
 

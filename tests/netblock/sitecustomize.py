@@ -15,4 +15,4 @@ def _guarded_connect(self: socket.socket, address: object) -> None:
     _connect(self, address)  # type: ignore[arg-type]
 
 
-socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
+socket.socket.connect = _guarded_connect  # type: ignore[method-assign,assignment]
