@@ -1,4 +1,4 @@
-"""End to end in real processes: ingest, search from a long-running reader, re-ingest, see the edit."""
+"""End to end in real processes: ingest, search from a long-running reader, re-ingest."""
 
 import json
 import os
