@@ -34,6 +34,19 @@ def _error(path: Path, root: Path) -> DocumentError:
     return info.value
 
 
+def _check_invariants(doc: Document) -> None:
+    previous_end = 0
+    for section in doc.sections:
+        assert section.char_start >= previous_end or not section.blocks
+        for block in section.blocks:
+            assert doc.text[block.char_start : block.char_end].strip()
+            assert section.char_start <= block.char_start < block.char_end <= section.char_end
+            assert block.char_start >= previous_end
+            assert (block.page > 0) == (doc.kind == "pdf")
+            previous_end = block.char_end
+    assert doc.sections[-1].char_end <= len(doc.text)
+
+
 def _block_texts(doc: Document) -> list[str]:
     return [doc.text[b.char_start : b.char_end] for s in doc.sections for b in s.blocks]
 
@@ -41,6 +54,7 @@ def _block_texts(doc: Document) -> list[str]:
 def test_markdown_fixture_loads_with_identity_and_meta() -> None:
     path = FIXTURES / "loan-policy.md"
     doc = load_document(path, root=FIXTURES)
+    _check_invariants(doc)
     assert doc.source == "loan-policy.md"
     assert doc.kind == "markdown"
     assert doc.root == str(FIXTURES.resolve())
@@ -213,6 +227,7 @@ def test_dispatch_by_suffix(
     tmp_path: Path, name: str, kind: str, make: Callable[[], bytes], first_block: str
 ) -> None:
     doc = load_document(_write(tmp_path / name, make()), root=tmp_path)
+    _check_invariants(doc)
     assert doc.kind == kind
     assert _block_texts(doc)[0] == first_block
     assert bool(doc.page_starts) == (kind == "pdf")

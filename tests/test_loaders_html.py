@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from assistant.loaders.base import Extracted
 from assistant.loaders.html import parse_html
 
@@ -72,3 +75,27 @@ def test_title_falls_back_to_h1_then_file_name() -> None:
 def test_meta_charset_is_honoured() -> None:
     data = '<meta charset="windows-1252"><p>Café</p>'.encode("cp1252")
     assert "Café" in _parse(data).text
+
+
+_word = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=8)
+_words = st.lists(_word, min_size=1, max_size=6).map(" ".join)
+_element = st.tuples(
+    st.sampled_from(["h1", "h2", "h3", "p", "li", "pre", "blockquote", "div", "span"]), _words
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(_element, min_size=1, max_size=15))
+def test_every_element_text_lands_in_a_block_or_heading(elements: list[tuple[str, str]]) -> None:
+    html = "".join(f"<{tag}>{words}</{tag}>" for tag, words in elements).encode()
+    doc = _parse(html)
+    spans = [(b.char_start, b.char_end) for s in doc.sections for b in s.blocks]
+    spans += [(s.char_start, s.char_start + len(s.heading_path[-1])) for s in doc.sections]
+    covered = " ".join(doc.text[a:b] for a, b in spans)
+    for _, words in elements:
+        assert words in covered
+    previous = 0
+    for section in doc.sections:
+        for block in section.blocks:
+            assert previous <= block.char_start < block.char_end <= section.char_end
+            previous = block.char_end

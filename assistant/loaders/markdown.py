@@ -9,6 +9,7 @@ span is exactly its source lines.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -58,8 +59,8 @@ class _Lines:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.starts = [0]
-        self.starts.extend(i + 1 for i, ch in enumerate(text) if ch == "\n")
+        self.starts = [0, *itertools.accumulate(len(line) + 1 for line in text.split("\n"))]
+        self.starts.pop()  # the offset past the last line is not a line start
 
     def end(self, line: int) -> int:
         """Return the offset just past the text of ``line`` (before its newline)."""
@@ -137,12 +138,13 @@ def _list_items(
     tokens: Sequence[Token], open_index: int, lines: _Lines, *, line_offset: int
 ) -> list[_Block]:
     items: list[_Block] = []
-    for token in tokens[open_index + 1 :]:
-        if token.level == 0:  # the matching *_list_close
-            break
+    index = open_index + 1
+    while index < len(tokens) and tokens[index].level > 0:  # up to the matching *_list_close
+        token = tokens[index]
         if token.type == "list_item_open" and token.level == 1 and token.map is not None:
             first, stop = token.map[0] + line_offset, token.map[1] + line_offset
             items.append(_Block("list_item", *lines.span(first, stop)))
+        index += 1
     return items
 
 
