@@ -17,7 +17,7 @@ from assistant.splitting import (
     LINES,
     PARAGRAPHS,
     Counter,
-    Span,
+    Cut,
     first_line,
     overlap_start,
     split_span,
@@ -160,8 +160,16 @@ def _table_units(whole: _Unit, ctx: Context, avail: int) -> list[_Unit]:
 def _code_units(whole: _Unit, ctx: Context, avail: int) -> list[_Unit]:
     prefix = _first_line_prefix(whole, ctx, avail, fence=True)
     limit = avail - ctx.count(prefix)
-    spans = split_span(ctx.text, whole.start, whole.end, limit=limit, count=ctx.count, level=LINES)
-    return _pieces(whole, spans, prefix, ctx)
+    cuts = split_span(
+        ctx.text,
+        whole.start,
+        whole.end,
+        limit=limit,
+        count=ctx.count,
+        level=LINES,
+        tokens=whole.tokens,
+    )
+    return _pieces(whole, cuts, prefix, ctx)
 
 
 def _prose_units(whole: _Unit, ctx: Context, avail: int) -> list[_Unit]:
@@ -169,14 +177,17 @@ def _prose_units(whole: _Unit, ctx: Context, avail: int) -> list[_Unit]:
     prefix = _first_line_prefix(whole, ctx, avail, fence=False) if whole.kind == "faq" else ""
     limit = max(avail - ctx.overlap, avail // 2) - ctx.count(prefix)
     if not prefix:
-        spans = split_span(ctx.text, whole.start, whole.end, limit=limit, count=ctx.count)
-        return _pieces(whole, spans, prefix, ctx)
+        cuts = split_span(
+            ctx.text, whole.start, whole.end, limit=limit, count=ctx.count, tokens=whole.tokens
+        )
+        return _pieces(whole, cuts, prefix, ctx)
     # An FAQ answer is cut on its own and the question joins its first piece,
     # which has room for it: the question is the prefix of every later piece.
     answer = first_line(ctx.text, whole.start, whole.end)[1]
-    spans = split_span(ctx.text, answer, whole.end, limit=limit, count=ctx.count)
-    spans = [(whole.start, spans[0][1] if spans else answer), *spans[1:]]
-    return _pieces(whole, spans, prefix, ctx)
+    cuts = split_span(ctx.text, answer, whole.end, limit=limit, count=ctx.count)
+    first_end = cuts[0][1] if cuts else answer
+    cuts = [(whole.start, first_end, ctx.span(whole.start, first_end)), *cuts[1:]]
+    return _pieces(whole, cuts, prefix, ctx)
 
 
 def _first_line_prefix(unit: _Unit, ctx: Context, avail: int, *, fence: bool) -> str:
@@ -188,7 +199,7 @@ def _first_line_prefix(unit: _Unit, ctx: Context, avail: int, *, fence: bool) ->
     return line + "\n" if ctx.count(line + "\n") <= avail // 3 else ""
 
 
-def _pieces(whole: _Unit, spans: Sequence[Span], prefix: str, ctx: Context) -> list[_Unit]:
+def _pieces(whole: _Unit, cuts: Sequence[Cut], prefix: str, ctx: Context) -> list[_Unit]:
     prefix_tokens = ctx.count(prefix) if prefix else 0
     solo = whole.kind not in _PROSE
     return [
@@ -196,12 +207,12 @@ def _pieces(whole: _Unit, spans: Sequence[Span], prefix: str, ctx: Context) -> l
             whole,
             start=start,
             end=end,
-            tokens=ctx.span(start, end),
+            tokens=tokens,
             prefix=prefix if n else "",
             prefix_tokens=prefix_tokens if n else 0,
             solo=solo,
         )
-        for n, (start, end) in enumerate(spans)
+        for n, (start, end, tokens) in enumerate(cuts)
     ]
 
 
@@ -284,10 +295,10 @@ def _resplit(units: list[_Unit], i: int, excess: int, ctx: Context) -> bool:
         return True
     level = LINES if unit.kind == "code" else PARAGRAPHS
     limit = max(1, unit.tokens - excess - 1)
-    spans = split_span(ctx.text, unit.start, unit.end, limit=limit, count=ctx.count, level=level)
+    cuts = split_span(ctx.text, unit.start, unit.end, limit=limit, count=ctx.count, level=level)
     units[i : i + 1] = [
-        replace(unit, start=a, end=b, tokens=ctx.span(a, b), solo=unit.solo or bool(unit.prefix))
-        for a, b in spans
+        replace(unit, start=a, end=b, tokens=n, solo=unit.solo or bool(unit.prefix))
+        for a, b, n in cuts
     ]
     return True
 

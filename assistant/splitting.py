@@ -16,6 +16,7 @@ from dataclasses import dataclass
 __all__ = [
     "LINES",
     "PARAGRAPHS",
+    "Cut",
     "TableSplit",
     "first_line",
     "overlap_start",
@@ -26,6 +27,8 @@ __all__ = [
 
 Counter = Callable[[str], int]
 Span = tuple[int, int]
+Cut = tuple[int, int, int]
+"""A piece: ``(start, end, tokens)``."""
 
 _PARAGRAPH = re.compile(r"\n[ \t]*\n")
 _LINE = re.compile(r"\n")
@@ -56,9 +59,16 @@ def first_line(text: str, start: int, end: int) -> Span:
 
 
 def split_span(
-    text: str, start: int, end: int, *, limit: int, count: Counter, level: int = PARAGRAPHS
-) -> list[Span]:
-    """Split ``text[start:end]`` into trimmed spans of at most ``limit`` tokens each.
+    text: str,
+    start: int,
+    end: int,
+    *,
+    limit: int,
+    count: Counter,
+    level: int = PARAGRAPHS,
+    tokens: int | None = None,
+) -> list[Cut]:
+    """Split ``text[start:end]`` into trimmed pieces of at most ``limit`` tokens each.
 
     Args:
         text: The whole source text.
@@ -67,20 +77,23 @@ def split_span(
         limit: Maximum tokens per piece (at least 1).
         count: Counts the tokens of a string.
         level: The first boundary kind to try (`PARAGRAPHS` or `LINES`).
+        tokens: The span's token count, if the caller already knows it.
 
     Returns:
-        Non-blank, whitespace-trimmed spans in order that cover every
-        non-whitespace character of the input span.
+        ``(start, end, tokens)`` of non-blank, whitespace-trimmed pieces in
+        order that cover every non-whitespace character of the input span.
     """
     span = trim(text, start, end)
     if span is None:
         return []
-    if count(text[span[0] : span[1]]) <= limit:
-        return [span]
+    if tokens is None or span != (start, end):
+        tokens = count(text[span[0] : span[1]])
+    if tokens <= limit:
+        return [(*span, tokens)]
     return _split(text, span, limit=max(1, limit), count=count, level=level)
 
 
-def _split(text: str, span: Span, *, limit: int, count: Counter, level: int) -> list[Span]:
+def _split(text: str, span: Span, *, limit: int, count: Counter, level: int) -> list[Cut]:
     """Split a span known to exceed ``limit``, starting at boundary ``level``."""
     if level >= len(_LEVELS):
         return _cut_by_tokens(text, span, limit=limit, count=count)
@@ -119,82 +132,84 @@ def _segments(text: str, span: Span, pattern: re.Pattern[str]) -> list[Span]:
 
 def pack(
     text: str,
-    segments: Sequence[tuple[int, int, int]],
+    segments: Sequence[Cut],
     *,
     limit: int,
     count: Counter,
-    oversize: Callable[[Span], list[Span]],
-) -> list[Span]:
-    """Greedily join consecutive ``(start, end, tokens)`` segments into spans under ``limit``.
+    oversize: Callable[[Span], list[Cut]],
+) -> list[Cut]:
+    """Greedily join consecutive ``(start, end, tokens)`` segments into pieces under ``limit``.
 
-    Token sums are an estimate; each joined span is counted exactly once and
+    Token sums are an estimate; each joined piece is counted exactly once and
     shrunk from the right if the estimate was optimistic. A segment that alone
     exceeds ``limit`` is handed to ``oversize``.
     """
-    out: list[Span] = []
+    out: list[Cut] = []
     i = 0
     while i < len(segments):
-        seg_start, seg_end, tokens = segments[i]
-        if tokens > limit and count(text[seg_start:seg_end]) > limit:
-            out.extend(oversize((seg_start, seg_end)))
-            i += 1
-            continue
+        seg_start, seg_end, total = segments[i]
         j = i
-        total = tokens
         while j + 1 < len(segments) and total + segments[j + 1][2] <= limit:
             j += 1
             total += segments[j][2]
-        while j > i and count(text[seg_start : segments[j][1]]) > limit:
+        exact = count(text[seg_start : segments[j][1]])
+        while exact > limit and j > i:
             j -= 1
-        if j == i and count(text[seg_start:seg_end]) > limit:
+            exact = count(text[seg_start : segments[j][1]])
+        if exact > limit:
             out.extend(oversize((seg_start, seg_end)))
         else:
-            out.append((seg_start, segments[j][1]))
+            out.append((seg_start, segments[j][1], exact))
         i = j + 1
     return out
 
 
-def _cut_by_tokens(text: str, span: Span, *, limit: int, count: Counter) -> list[Span]:
+def _cut_by_tokens(text: str, span: Span, *, limit: int, count: Counter) -> list[Cut]:
     """Cut a span with no usable boundary into the longest slices that fit ``limit``."""
     out = []
     start, end = span
     while start < end:
-        stop = _longest_fit(text, start, end, limit=limit, count=count)
-        out.append((start, stop))
+        stop, tokens = _longest_fit(text, start, end, limit=limit, count=count)
+        out.append((start, stop, tokens))
         start = stop
         while start < end and text[start].isspace():
             start += 1
     return out
 
 
-def _longest_fit(text: str, start: int, end: int, *, limit: int, count: Counter) -> int:
+def _longest_fit(text: str, start: int, end: int, *, limit: int, count: Counter) -> tuple[int, int]:
     """Return the largest ``stop`` (at least ``start + 1``) with ``text[start:stop]`` in budget.
 
     A galloping search: windows double until one is too long, then bisect, so
     each call encodes only a few times the piece's own length.
+
+    Returns:
+        ``stop`` and the token count of ``text[start:stop]``.
     """
-    low, width = start + 1, 8 * limit
+    low, low_tokens, width = start + 1, -1, 8 * limit
     while True:
         high = min(end, start + width)
-        if count(text[start:high]) > limit:
+        high_tokens = count(text[start:high])
+        if high_tokens > limit:
             break
         if high == end:
-            return end
-        low, width = high, 2 * width
+            return end, high_tokens
+        low, low_tokens, width = high, high_tokens, 2 * width
     while high - low > 1:  # text[start:low] fits (or is one char); text[start:high] does not
         middle = (low + high) // 2
-        if count(text[start:middle]) <= limit:
-            low = middle
+        tokens = count(text[start:middle])
+        if tokens <= limit:
+            low, low_tokens = middle, tokens
         else:
             high = middle
-    return low
+    return low, low_tokens if low_tokens >= 0 else count(text[start:low])
 
 
 @dataclass(frozen=True, slots=True)
 class TableSplit:
     """A table cut into row runs; ``prefix`` repeats the header in later pieces."""
 
-    pieces: tuple[Span, ...]
+    pieces: tuple[Cut, ...]
     prefix: str
 
 
@@ -228,11 +243,15 @@ def split_table(
         prefix, prefix_tokens = "", 0
     rows = [(lines[0][0], lines[head - 1][1]), *lines[head:]]
     weighted = [(a, b, count(text[a:b]) + 1) for a, b in rows]
-    first = pack(text, weighted, limit=limit, count=count, oversize=lambda s: [s])[0]
-    rest_limit = limit - prefix_tokens
-    rest = [(a, b, tokens) for a, b, tokens in weighted if a >= first[1]]
-    pieces = [first] if count(text[first[0] : first[1]]) <= limit else []
-    if not pieces:  # even the header with one row is too long: split it as prose
+    taken, total = 1, weighted[0][2]
+    while taken < len(weighted) and total + weighted[taken][2] <= limit:
+        total += weighted[taken][2]
+        taken += 1
+    too_long = lambda s: [(s[0], s[1], limit + 1)]  # noqa: E731
+    first = pack(text, weighted[:taken], limit=limit, count=count, oversize=too_long)[0]
+    rest = [row for row in weighted if row[0] >= first[1]]
+    pieces, rest_limit = [first], limit - prefix_tokens
+    if first[2] > limit:  # the header alone is too long: split it like prose, repeat nothing
         pieces = split_span(text, first[0], first[1], limit=limit, count=count, level=LINES)
         prefix, rest_limit = "", limit
     pieces += pack(
@@ -263,7 +282,7 @@ def overlap_start(
     Returns:
         ``(start, tokens of text[start:end])``, or None when no start fits.
     """
-    window = max(low, end - 16 * allowance)
+    window = max(low, end - 8 * allowance)
     words = [m.start() for m in _WORD_START.finditer(text, window, end)]
     word = _earliest_fitting(text, words, end, allowance, count)
     if word is None:
