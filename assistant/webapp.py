@@ -18,6 +18,7 @@ import gradio as gr
 
 from assistant.config import Settings
 from assistant.errors import AssistantError
+from assistant.protocols import Embedder
 from assistant.types import IndexSnapshot
 from assistant.viewer import DocumentViewer
 from assistant.webui import build_demo, launch
@@ -49,13 +50,20 @@ def catalog_of(snapshot: IndexSnapshot) -> tuple[list[tuple[str, str]], list[str
     return sources, tags
 
 
-def build_app(settings: Settings, *, doc_roots: Sequence[Path] = DEFAULT_DOC_ROOTS) -> WebApp:
+def build_app(
+    settings: Settings,
+    *,
+    doc_roots: Sequence[Path] = DEFAULT_DOC_ROOTS,
+    embedder: Embedder | None = None,
+) -> WebApp:
     """Build the real chat service and UI over the index in ``settings.store``.
 
     Args:
         settings: All settings (index location, model, UI host/port/auth).
         doc_roots: Where the viewer looks for documents when the index cannot
             say where a source was ingested from.
+        embedder: Overrides the configured embedding model (tests, benchmarks);
+            it must be the one the index was built with.
 
     Returns:
         The app; call ``.launch()``.
@@ -69,7 +77,7 @@ def build_app(settings: Settings, *, doc_roots: Sequence[Path] = DEFAULT_DOC_ROO
     from assistant.store import IndexReader
     from assistant.tokens import get_tokenizer
 
-    embedder = make_embedder(settings.embedding)
+    embedder = embedder or make_embedder(settings.embedding)
     reader = IndexReader(
         settings.store, embedder_identity=embedder.identity, dimension=embedder.dimension
     )

@@ -1,0 +1,177 @@
+"""The chat UI in a real browser (Debian's chromium driven by Playwright).
+
+The app is the real one (`build_app`: index reader, hybrid retriever, assistant,
+viewer) over an index of the sample policies built with the fast fake
+embedder; the language model is `FakeOpenAIServer` on a real socket.
+
+Run: ``python -m pytest tests/test_browser.py -m browser``. Needs
+``/usr/bin/chromium`` (``apt-get install chromium``); skipped without it.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from assistant.config import LLMSettings, Settings, StoreSettings, UISettings
+from assistant.indexing import ingest
+from assistant.webapp import build_app
+from tests.conftest import FakeEmbedder
+from tests.openai_server import FakeOpenAIServer, Reply
+
+CHROMIUM = Path("/usr/bin/chromium")
+SAMPLE = Path(__file__).resolve().parent.parent / "data" / "policies"
+ANSWER = "Emergency Loans carry interest at 12% per annum on a reducing balance [1]."
+SLOW = Reply(text="Counting slowly " + "and on " * 200, chunk_chars=8, delay=0.25)
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        not CHROMIUM.exists(),
+        reason="/usr/bin/chromium is missing (apt-get install chromium)",
+    ),
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Served:
+    url: str
+    server: FakeOpenAIServer
+    replies: dict[str, Reply]
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    pytest.importorskip("playwright.sync_api")
+    replies = {"next": Reply(text=ANSWER, chunk_chars=6, delay=0.02)}
+    index = tmp_path_factory.mktemp("index")
+    with FakeOpenAIServer(handler=lambda body: replies["next"]) as server:
+        settings = Settings(
+            store=StoreSettings(path=index),
+            llm=LLMSettings(base_url=server.base_url, api_key="test", timeout=10),
+            ui=UISettings(port=_free_port()),
+        )
+        ingest([SAMPLE], settings=settings, embedder=FakeEmbedder())
+        app = build_app(settings, doc_roots=[SAMPLE], embedder=FakeEmbedder())
+        url = app.launch()
+        try:
+            yield Served(url, server, replies)
+        finally:
+            app.demo.close()
+
+
+@pytest.fixture
+def page(served: Served) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM),
+            args=[
+                "--no-sandbox",
+                "--headless=new",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+        )
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(20_000)
+            yield page
+        finally:
+            browser.close()
+
+
+def _ask(page: Any, question: str) -> None:
+    box = page.locator("textarea").first
+    box.fill(question)
+    box.press("Enter")
+
+
+def test_question_streams_an_answer_with_sources_and_a_working_section_link(
+    served: Served, page: Any
+) -> None:
+    requests: list[str] = []
+    page.on("request", lambda request: requests.append(request.url))
+    page.goto(served.url, wait_until="load")
+    served.replies["next"] = Reply(text=ANSWER, chunk_chars=6, delay=0.02)
+
+    _ask(page, "What is the emergency loan interest rate?")
+
+    bot = page.locator(".bot").first
+    bot.get_by_text("12% per annum", exact=False).wait_for()
+    sources = page.locator(".message-wrap").get_by_text("Sources", exact=True).first
+    sources.wait_for()
+    link = page.get_by_role("link", name="open section").first
+    link.wait_for()
+    href = link.get_attribute("href")
+    assert href is not None
+    assert href.startswith("/doc/loan-policy.md#"), href
+    assert "[1]" in page.locator(".message-wrap").inner_text()
+    assert "Loan Policy" in page.locator(".message-wrap").inner_text()
+
+    page.goto(served.url.rstrip("/") + href, wait_until="load")
+    anchor = href.split("#", 1)[1]
+    section = page.locator(f"section[id='{anchor}']")
+    assert section.count() == 1
+    assert re.search(r"(?i)emergency|interest", section.inner_text())
+    assert page.evaluate("location.hash") == f"#{anchor}"
+
+    own = urlsplit(served.url).netloc
+    foreign = [
+        url
+        for url in requests
+        if urlsplit(url).scheme in ("http", "https", "ws", "wss") and urlsplit(url).netloc != own
+    ]
+    assert foreign == [], f"requests left for other hosts: {foreign}"
+    assert requests, "the page made no requests at all?"
+
+
+def test_stop_button_closes_the_upstream_stream(served: Served, page: Any) -> None:
+    page.goto(served.url, wait_until="load")
+    served.replies["next"] = SLOW
+    before = len(served.server.streams)
+
+    _ask(page, "Tell me about the emergency loan interest rate, slowly")
+    page.locator(".bot").get_by_text("Counting slowly", exact=False).first.wait_for()
+    assert len(served.server.streams) == before + 1
+    stream = served.server.streams[-1]
+    assert not stream.completed.is_set()
+
+    page.locator("button.stop-button").first.click()
+
+    assert stream.disconnected.wait(10), "the model server never saw the client hang up"
+    assert not stream.completed.is_set()
+    sent = stream.chunks_sent
+    assert sent < len(SLOW.text) // SLOW.chunk_chars
+
+
+def test_closing_the_tab_closes_the_upstream_stream(served: Served, page: Any) -> None:
+    page.goto(served.url, wait_until="load")
+    served.replies["next"] = SLOW
+    before = len(served.server.streams)
+
+    _ask(page, "What is the emergency loan interest rate, slowly?")
+    page.locator(".bot").get_by_text("Counting slowly", exact=False).first.wait_for()
+    stream = served.server.streams[before]
+
+    page.close()
+
+    assert stream.disconnected.wait(30), "closing the tab did not stop the model stream"
+    assert not stream.completed.is_set()
