@@ -35,12 +35,15 @@ from __future__ import annotations
 import logging
 import re
 from bisect import bisect_left
+from typing import TYPE_CHECKING
 
 from assistant.config import ChunkingSettings
 from assistant.packing import Context, Group, Measured, Piece, pack
 from assistant.splitting import trim
-from assistant.tokens import Tokenizer
 from assistant.types import Chunk, Document, Section
+
+if TYPE_CHECKING:  # tiktoken is only needed by whoever builds the tokenizer
+    from assistant.tokens import Tokenizer
 
 __all__ = ["chunk_document", "chunk_id"]
 

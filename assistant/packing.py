@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from assistant.config import ChunkingSettings
 from assistant.splitting import (
@@ -23,8 +24,10 @@ from assistant.splitting import (
     split_span,
     split_table,
 )
-from assistant.tokens import Tokenizer
 from assistant.types import BlockKind, compose_chunk_text
+
+if TYPE_CHECKING:  # tiktoken is only needed by whoever builds the tokenizer
+    from assistant.tokens import Tokenizer
 
 __all__ = ["Context", "Group", "Measured", "Piece", "pack"]
 
