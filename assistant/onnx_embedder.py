@@ -172,12 +172,7 @@ class OnnxEmbedder:
         verify_sha256(tokenizer_path, expected=TOKENIZER_SHA256, reinstall=TOKENIZER_PACKAGE)
         model_path = self._model_path or packaged_model_path()
         verify_sha256(model_path, expected=self._model_sha256, reinstall=MODEL_PACKAGE)
-        if self.variant == "dynamic":
-            model_path = dynamic_model_path(
-                model_path,
-                source_sha256=self._model_sha256,
-                cache_dir=self._cache_dir or default_cache_dir(),
-            )
+        session = self._open_session(model_path)
         try:
             embed_tok = Tokenizer.from_file(str(tokenizer_path))
             count_tok = Tokenizer.from_file(str(tokenizer_path))
@@ -189,9 +184,25 @@ class OnnxEmbedder:
             tok.no_padding()
         embed_tok.enable_truncation(max_length=MAX_INPUT_TOKENS)
         count_tok.no_truncation()
-        session = _make_session(model_path, threads=self.threads)
-        logger.info("loaded embedding model %s (%s threads)", model_path.name, self.threads)
         return _Loaded(session, embed_tok, count_tok)
+
+    def _open_session(self, model_path: Path) -> ort.InferenceSession:
+        if self.variant == "packaged":
+            return _make_session(model_path, threads=self.threads)
+        cache_dir = self._cache_dir or default_cache_dir()
+        derived = dynamic_model_path(
+            model_path, source_sha256=self._model_sha256, cache_dir=cache_dir
+        )
+        try:
+            return _make_session(derived, threads=self.threads)
+        except EmbeddingError:
+            # Writes are atomic, but a cache can still be damaged from outside: rebuild once.
+            logger.warning("cached embedding model %s is unreadable; rebuilding it", derived)
+            derived.unlink(missing_ok=True)
+            derived = dynamic_model_path(
+                model_path, source_sha256=self._model_sha256, cache_dir=cache_dir
+            )
+            return _make_session(derived, threads=self.threads)
 
 
 def _make_session(path: Path, *, threads: int) -> ort.InferenceSession:
@@ -206,9 +217,11 @@ def _make_session(path: Path, *, threads: int) -> ort.InferenceSession:
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.add_session_config_entry("session.inter_op.allow_spinning", "0")
     try:
-        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     except Exception as exc:  # onnxruntime's Fail/InvalidGraph are not importable types
         raise EmbeddingError(f"cannot load embedding model {path}: {exc}") from exc
+    logger.info("loaded embedding model %s (%s threads)", path.name, threads)
+    return session
 
 
 def _pool_and_normalise(

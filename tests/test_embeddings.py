@@ -154,6 +154,28 @@ def test_dynamic_variant_is_built_once_into_the_cache(tmp_path: Path) -> None:
     assert built.stat().st_mtime_ns == stamp
 
 
+def test_a_damaged_cached_variant_is_rebuilt(tmp_path: Path) -> None:
+    OnnxEmbedder(variant="dynamic", cache_dir=tmp_path).count_tokens(["build it"])
+    (built,) = tmp_path.iterdir()
+    built.write_bytes(b"not an onnx model")
+
+    vectors = OnnxEmbedder(variant="dynamic", cache_dir=tmp_path).embed(["annual leave"])
+
+    assert vectors.shape == (1, 384)
+    assert built.stat().st_size > 1_000_000
+
+
+def test_factory_builds_the_openai_backend(server: tuple[_EmbeddingServer, str]) -> None:
+    state, url = server
+    settings_ = EmbeddingSettings(backend="openai", model="toy-embed", base_url=url, batch_size=2)
+
+    embedder = make_embedder(settings_)
+    embedder.embed(["a", "b", "c"])
+
+    assert embedder.identity == "openai:toy-embed"
+    assert [len(batch) for batch in state.batches] == [2, 1]
+
+
 def test_cache_dir_follows_xdg_cache_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert default_cache_dir() == tmp_path / "policy-assistant"
