@@ -185,11 +185,26 @@ def bench_dynamic(
             partial(dynamic.embed, texts),
         )
         print("cosine, dynamic vs packaged:")
-        for label, sample in (
-            (f"{len(sentences)} sentences", sentences),
-            (f"{len(texts)} chunks", texts),
-        ):
-            print(f"  {label:<15} {cosines(packaged.embed(sample), dynamic.embed(sample))}")
+        vectors = {}
+        for name, sample in (("sentences", sentences), ("chunks", texts)):
+            vectors[name] = (packaged.embed(sample), dynamic.embed(sample))
+            print(f"  {len(sample):5d} {name:<10} {cosines(*vectors[name])}")
+        print_neighbour_agreement(vectors["sentences"], vectors["chunks"])
+
+
+def print_neighbour_agreement(
+    queries: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]],
+    corpus: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]],
+    k: int = 5,
+) -> None:
+    """Print how often both variants rank the same chunks first for each sentence."""
+    tops = [np.argsort(-(q @ c.T), axis=1)[:, :k] for q, c in zip(queries, corpus, strict=True)]
+    top1 = float((tops[0][:, 0] == tops[1][:, 0]).mean())
+    overlap = np.mean([len(set(a) & set(b)) / k for a, b in zip(*tops, strict=True)])
+    print(
+        f"  sentences as queries over the chunks: top-1 same {top1:.1%}, "
+        f"top-{k} overlap {overlap:.1%}"
+    )
 
 
 def print_ratios(results: Results) -> None:
