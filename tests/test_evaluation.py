@@ -81,3 +81,15 @@ def test_sample_questions_load() -> None:
     questions = load_questions(Path(__file__).parent.parent / "data" / "eval" / "questions.jsonl")
     assert len(questions) >= 50
     assert any(not q.gold for q in questions)
+
+
+def test_sweep_grid_parses_values_and_keeps_current_settings_for_the_rest() -> None:
+    from assistant.config import Settings
+    from assistant.eval_cli import parse_grid
+
+    grid = parse_grid(["chunk_tokens=128,256", "mode=dense"], settings=Settings())
+    assert grid == {"chunk_tokens": [128, 256], "overlap": [0.15], "k": [4], "mode": ["dense"]}
+    with pytest.raises(ConfigError, match="NAME=V1,V2"):
+        parse_grid(["size=1"], settings=Settings())
+    with pytest.raises(ConfigError, match="k"):
+        parse_grid(["k=three"], settings=Settings())
