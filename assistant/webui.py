@@ -14,6 +14,8 @@ upstream HTTP stream. Nothing per user lives on module globals.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -242,6 +244,14 @@ def _doc_route(viewer: DocumentViewer) -> APIRoute:
     )
 
 
+def _preload_matplotlib() -> None:
+    # Gradio wraps every event in MatplotlibBackendMananger, which imports
+    # matplotlib if installed; concurrent first imports race and fail the event
+    # with AttributeError '_original_backend'. Importing once up front avoids it.
+    if importlib.util.find_spec("matplotlib") is not None:
+        importlib.import_module("matplotlib")
+
+
 def launch(
     demo: gr.Blocks,
     *,
@@ -263,6 +273,7 @@ def launch(
     Returns:
         The local URL, e.g. ``http://127.0.0.1:7860/``.
     """
+    _preload_matplotlib()
     _, local_url, _ = demo.launch(
         server_name=settings.ui.host,
         server_port=settings.ui.port,
