@@ -160,11 +160,11 @@ def _scan(roots: Sequence[Path], *, signature: str) -> tuple[list[Candidate], li
             continue
         owner[source] = root
         try:
-            data = path.read_bytes()
+            key = doc_key(path, signature=signature)
         except OSError as exc:
             problems.append(Problem(source, f"cannot read file: {exc.strerror or exc}"))
             continue
-        candidates.append(Candidate(root, path, source, doc_key(data, signature=signature)))
+        candidates.append(Candidate(root, path, source, key))
     return candidates, problems
 
 
@@ -180,6 +180,7 @@ def _parse_all(run: _Run, candidates: Sequence[Candidate]) -> list[_Parsed]:
     tokenizer = get_tokenizer(run.settings.chunking.encoding)
     parsed: list[_Parsed] = []
     for done, candidate in enumerate(candidates, 1):
+        logger.debug("parsing %s", candidate.source)
         try:
             document = load_document(candidate.path, root=candidate.root, source=candidate.source)
         except DocumentError as exc:
@@ -236,6 +237,7 @@ def _write_all(
     indexed_at = dt.datetime.now(dt.UTC).date().isoformat()
     for group in _groups(parsed):
         started = time.perf_counter()
+        logger.debug("embedding %d chunks of %d documents", sum(len(p.chunks) for p in group), len(group))
         vectors = run.embedder.embed([c.text for p in group for c in p.chunks])
         run.timed("embed", started)
         offset = 0
@@ -264,6 +266,7 @@ def _write_document(run: _Run, item: _Parsed, vectors: np.ndarray, *, indexed_at
         for chunk in item.chunks
     ]
     run.index.upsert(records, vectors)
+    logger.debug("wrote %d chunks of %s", len(records), item.candidate.source)
     run.written += len(records)
     run.timed("write", started)
 
@@ -272,6 +275,7 @@ def _delete(run: _Run, ids: Sequence[str]) -> None:
     if not ids:
         return
     started = time.perf_counter()
+    logger.debug("deleting %d chunks: %s ... %s", len(ids), ids[0], ids[-1])
     run.index.delete(ids)
     run.deleted += len(ids)
     run.timed("prune", started)

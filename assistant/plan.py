@@ -51,9 +51,17 @@ def chunk_id(source: str, ordinal: int) -> str:
     return f"{source}#{ordinal}"
 
 
-def doc_key(data: bytes, *, signature: str) -> str:
-    """Return the key that changes when the file or the chunking pipeline changes."""
-    digest = hashlib.sha256(data)
+def doc_key(path: Path, *, signature: str) -> str:
+    """Return the key that changes when the file or the chunking pipeline changes.
+
+    The file is hashed in a stream, so a huge file costs no memory here (the
+    loader refuses it by size later).
+
+    Raises:
+        OSError: The file cannot be read.
+    """
+    with path.open("rb") as stream:
+        digest = hashlib.file_digest(stream, "sha256")
     digest.update(b"\0" + signature.encode("utf-8"))
     return digest.hexdigest()
 
