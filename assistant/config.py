@@ -20,6 +20,8 @@ ASSISTANT_CHUNK_TOKENS         chunk budget in tiktoken tokens, heading path inc
 ASSISTANT_CHUNK_OVERLAP        overlap as a fraction of the chunk budget
 ASSISTANT_TOP_K                results per question
 ASSISTANT_MIN_SCORE            relevance floor under which a search is "no good match"
+ASSISTANT_MIN_COVERAGE         no good match when query-term coverage is below this...
+ASSISTANT_MIN_COSINE           ...and the top cosine is below this (see assistant.nomatch)
 ASSISTANT_LLM_BASE_URL         OpenAI-compatible chat endpoint; unset means offline mode
 ASSISTANT_LLM_MODEL            chat model name
 ASSISTANT_LLM_API_KEY          its key (falls back to OPENAI_API_KEY)
@@ -134,10 +136,15 @@ class RetrievalSettings:
     min_score: float = 0.0
     context_tokens: int = 3000
     section_tokens: int = 600
+    min_coverage: float = 0.36
+    min_cosine: float = 0.5
 
     def __post_init__(self) -> None:
         if self.top_k < 1:
             raise ConfigError(f"top_k must be at least 1, got {self.top_k}")
+        for name, value in (("min_coverage", self.min_coverage), ("min_cosine", self.min_cosine)):
+            if not 0 <= value <= 1:
+                raise ConfigError(f"{name} must be in [0, 1], got {value}")
         if self.mode not in ("hybrid", "dense", "lexical"):
             raise ConfigError(f"search mode must be hybrid, dense or lexical, got {self.mode!r}")
         if self.context_tokens <= self.section_tokens:
@@ -225,6 +232,8 @@ class Settings:
             retrieval=RetrievalSettings(
                 top_k=env.integer("ASSISTANT_TOP_K", d.retrieval.top_k),
                 min_score=env.number("ASSISTANT_MIN_SCORE", d.retrieval.min_score),
+                min_coverage=env.number("ASSISTANT_MIN_COVERAGE", d.retrieval.min_coverage),
+                min_cosine=env.number("ASSISTANT_MIN_COSINE", d.retrieval.min_cosine),
                 context_tokens=env.integer("ASSISTANT_CONTEXT_TOKENS", d.retrieval.context_tokens),
             ),
             llm=LLMSettings(

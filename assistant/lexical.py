@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 
@@ -54,7 +55,10 @@ def tokenize(text: str) -> list[str]:
 
 
 class LexicalIndex:
-    """A BM25 index over a fixed list of texts; row ``i`` scores ``texts[i]``."""
+    """A BM25 index over a fixed list of texts; row ``i`` scores ``texts[i]``.
+
+    ``document_frequency`` maps each term to the number of texts containing it.
+    """
 
     def __init__(self, texts: Sequence[str]) -> None:
         """Build the index.
@@ -65,6 +69,10 @@ class LexicalIndex:
         self.size = len(texts)
         self._model: bm25s.BM25 | None = None
         corpus = [tokenize(t) for t in texts]
+        frequency: Counter[str] = Counter()
+        for terms in corpus:
+            frequency.update(set(terms))
+        self.document_frequency: dict[str, int] = dict(frequency)
         # bm25s cannot index a corpus without a single term (it fails on an empty vocabulary).
         if any(corpus):
             model = bm25s.BM25()

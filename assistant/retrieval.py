@@ -31,6 +31,7 @@ from assistant.fusion import (
     top_rows,
 )
 from assistant.lexical import LexicalIndex
+from assistant.nomatch import COVERAGE_HITS, NoMatchVerdict, content_terms, judge, term_coverage
 from assistant.protocols import Embedder
 from assistant.tokens import Tokenizer
 from assistant.types import Chunk, Hit, IndexSnapshot, SearchFilters, SearchResult
@@ -181,16 +182,55 @@ class Retriever:
         t0 = time.perf_counter()
         hits = self._hits(view, kept[:k], scores)
         scores.timings["expand"] = time.perf_counter() - t0
-        best = max((h.score for h in hits), default=0.0)
-        no_good = not hits or best < self.settings.min_score
-        trace.append(f"best score {best:.3f} vs min_score {self.settings.min_score:.3f}")
+        verdict = self._verdict(view, question, kept, scores, hits)
+        s = self.settings
+        trace.append(
+            verdict.explain(
+                min_coverage=s.min_coverage, min_cosine=s.min_cosine, min_score=s.min_score
+            )
+        )
         scores.timings["total"] = time.perf_counter() - started
         trace.append(
             "timings: " + ", ".join(f"{n} {s * 1000:.1f} ms" for n, s in scores.timings.items())
         )
-        logger.debug("search: %d hits, best %.3f, %d chunks", len(hits), best, len(chunks))
+        logger.debug(
+            "search: %d hits, best %.3f, %d chunks", len(hits), verdict.best_score, len(chunks)
+        )
         return SearchResult(
-            query=question, hits=tuple(hits), no_good_match=no_good, trace=tuple(trace)
+            query=question,
+            hits=tuple(hits),
+            no_good_match=verdict.no_good_match,
+            trace=tuple(trace),
+        )
+
+    def _verdict(
+        self,
+        view: _View,
+        question: str,
+        kept: Sequence[int],
+        scores: _Scores,
+        hits: Sequence[Hit],
+    ) -> NoMatchVerdict:
+        """Judge "no good match" from term coverage of the top hits and the top cosine."""
+        chunks = view.snapshot.chunks
+        coverage, missing = term_coverage(
+            content_terms(question),
+            (chunks[r].text for r in kept[:COVERAGE_HITS]),
+            document_frequency=view.lexical.document_frequency,
+            documents=len(chunks),
+        )
+        top_cosine = None
+        if scores.dense is not None and scores.dense_top:
+            top_cosine = float(scores.dense[scores.dense_top[0]])
+        return judge(
+            coverage=coverage,
+            missing=missing,
+            top_cosine=top_cosine,
+            best_score=max((h.score for h in hits), default=0.0),
+            has_hits=bool(hits),
+            min_coverage=self.settings.min_coverage,
+            min_cosine=self.settings.min_cosine,
+            min_score=self.settings.min_score,
         )
 
     def _current_view(self) -> _View:

@@ -1,0 +1,138 @@
+"""Deciding that a search found no good match: query-term coverage plus the top cosine.
+
+A question is flagged ``no_good_match`` when **both** hold:
+
+- *coverage* < ``min_coverage``: the IDF-weighted share of the question's content
+  terms (the BM25 tokenizer's stemmed words, minus question and filler words such
+  as "how", "many", "get") that occur in at least one of the top
+  ``COVERAGE_HITS`` fused hits. A term the corpus never uses gets the highest IDF,
+  so "dog" in "Can I take my dog to the branch?" weighs most and is missing;
+  and
+- the best dense cosine < ``min_cosine``: the embedding does not see a close
+  passage either (a paraphrase in other words can still have a high cosine).
+
+or when the fused relevance ``score`` of the best hit is below ``min_score`` (the
+older floor, 0 by default). In lexical mode there is no cosine, so coverage
+decides alone.
+
+Measured on data/eval/questions.jsonl plus data/eval/calibration.jsonl (36
+unanswerable, 79 answerable questions, MiniLM): 0.44 of unanswerable questions
+flagged with 0.04 of answerable ones flagged wrongly at (0.36, 0.50); tuned on
+odd ids only, even ids gave 0.50 / 0.03. The cosine alone does worse (0.22 /
+0.03 at 0.38). Neither reaches 0.9 / 0.05: paraphrases share few words with
+the text *and* have middling cosines, exactly like plausible off-corpus
+questions. See docs/retrieval-eval.md.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from assistant.lexical import tokenize
+
+__all__ = ["COVERAGE_HITS", "NoMatchVerdict", "content_terms", "judge", "term_coverage"]
+
+COVERAGE_HITS = 5
+
+# Question and filler words that bm25s's stopword list keeps; they carry no topic.
+_FILLER = frozenset(
+    tokenize(
+        "what whats which who whom whose when where why how many much does did do doing done "
+        "can could would should shall will may might must me my mine we us our you your "
+        "i yours he him his she her they them their it its is am are was were be been being "
+        "have has had get gets got getting go goes going take let put make give gave tell "
+        "know want need needed way still just now also any some something someone somebody "
+        "anything there here this that these those please"
+    )
+)
+
+
+@dataclass(frozen=True, slots=True)
+class NoMatchVerdict:
+    """Why a search was (or was not) judged to have no good match.
+
+    ``top_cosine`` is None when the dense retriever did not run.
+    """
+
+    no_good_match: bool
+    coverage: float
+    top_cosine: float | None
+    best_score: float
+    missing: tuple[str, ...]
+
+    def explain(self, *, min_coverage: float, min_cosine: float, min_score: float) -> str:
+        """Return one trace line, e.g. ``coverage 0.24 (missing dog), top cosine 0.20 → ...``."""
+        cosine = "n/a" if self.top_cosine is None else f"{self.top_cosine:.2f}"
+        missing = f" (missing {', '.join(self.missing)})" if self.missing else ""
+        outcome = "no good match" if self.no_good_match else "match"
+        return (
+            f"coverage {self.coverage:.2f}{missing}, top cosine {cosine}, best score "
+            f"{self.best_score:.3f} → {outcome} (flag when coverage < {min_coverage:.2f} "
+            f"and cosine < {min_cosine:.2f}, or score < {min_score:.3f})"
+        )
+
+
+def content_terms(question: str) -> list[str]:
+    """Return the question's distinct stemmed content terms, in order."""
+    return [t for t in dict.fromkeys(tokenize(question)) if t not in _FILLER]
+
+
+def term_coverage(
+    terms: Sequence[str],
+    hit_texts: Iterable[str],
+    *,
+    document_frequency: Mapping[str, int],
+    documents: int,
+) -> tuple[float, tuple[str, ...]]:
+    """Return the IDF-weighted share of ``terms`` found in ``hit_texts``, and the missing terms.
+
+    Args:
+        terms: Content terms of the question (see `content_terms`).
+        hit_texts: The texts of the top hits.
+        document_frequency: How many corpus chunks contain each term.
+        documents: How many chunks the corpus has.
+
+    Returns:
+        ``(coverage in [0, 1], missing terms by descending IDF)``; coverage is 1.0
+        when the question has no content term.
+    """
+    if not terms:
+        return 1.0, ()
+    seen: set[str] = set()
+    for text in hit_texts:
+        seen.update(tokenize(text))
+    weights = {t: _idf(document_frequency.get(t, 0), documents) for t in terms}
+    total = sum(weights.values())
+    covered = sum(w for t, w in weights.items() if t in seen)
+    missing = sorted((t for t in terms if t not in seen), key=lambda t: -weights[t])
+    return (covered / total if total > 0 else 1.0), tuple(missing)
+
+
+def judge(
+    *,
+    coverage: float,
+    missing: tuple[str, ...],
+    top_cosine: float | None,
+    best_score: float,
+    has_hits: bool,
+    min_coverage: float,
+    min_cosine: float,
+    min_score: float,
+) -> NoMatchVerdict:
+    """Apply the rule in the module docstring and return the verdict."""
+    weak_dense = top_cosine is None or top_cosine < min_cosine
+    flagged = not has_hits or best_score < min_score or (coverage < min_coverage and weak_dense)
+    return NoMatchVerdict(
+        no_good_match=flagged,
+        coverage=coverage,
+        top_cosine=top_cosine,
+        best_score=best_score,
+        missing=missing,
+    )
+
+
+def _idf(df: int, n: int) -> float:
+    """BM25's IDF; a term absent from the corpus gets the largest value."""
+    return math.log(1 + (n - df + 0.5) / (df + 0.5))
