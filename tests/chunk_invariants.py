@@ -1,0 +1,82 @@
+"""Invariants every chunking of every document must satisfy, shared by property tests.
+
+`tests/test_chunking_props.py` checks them on generated documents;
+`tests/test_hardening_input.py` on whatever the real loaders make of fuzzed
+files. Each function raises `AssertionError` naming what broke.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+from assistant.chunking import chunk_id
+from assistant.config import ChunkingSettings
+from assistant.tokens import Tokenizer
+from assistant.types import Chunk, Document, compose_chunk_text
+
+
+def check_chunk_fields(
+    doc: Document, chunks: Sequence[Chunk], config: ChunkingSettings, tokenizer: Tokenizer
+) -> None:
+    """Each chunk's ID, span, text, token count, lines and section range are consistent."""
+    for ordinal, chunk in enumerate(chunks):
+        assert chunk.ordinal == ordinal
+        assert chunk.chunk_id == chunk_id(doc.source, ordinal)
+        assert chunk.body == doc.text[chunk.char_start : chunk.char_end]
+        assert chunk.body.strip() == chunk.body != ""
+        assert chunk.text == compose_chunk_text(chunk.heading_path, chunk.prefix, chunk.body)
+        assert chunk.token_count == tokenizer.count(chunk.text) <= config.max_tokens
+        assert chunk.start_line == doc.text.count("\n", 0, chunk.char_start)
+        assert chunk.end_line == doc.text.count("\n", 0, chunk.char_end - 1) + 1
+        assert chunk.section_start <= chunk.char_start < chunk.char_end <= chunk.section_end
+
+
+def check_coverage(doc: Document, chunks: Sequence[Chunk]) -> None:
+    """Every non-blank character of every block lies in some chunk (nothing lost)."""
+    covered = bytearray(len(doc.text))
+    for chunk in chunks:
+        covered[chunk.char_start : chunk.char_end] = b"\x01" * (chunk.char_end - chunk.char_start)
+    for section in doc.sections:
+        for block in section.blocks:
+            lost = [
+                i
+                for i in range(block.char_start, block.char_end)
+                if not covered[i] and not doc.text[i].isspace()
+            ]
+            assert not lost, doc.text[lost[0] : lost[0] + 40]
+
+
+def rigid_spans(doc: Document) -> list[tuple[int, int]]:
+    """Return the spans of table and code blocks (never part of an overlap)."""
+    return [
+        (b.char_start, b.char_end)
+        for s in doc.sections
+        for b in s.blocks
+        if b.kind in ("table", "code")
+    ]
+
+
+def check_overlap(
+    doc: Document, chunks: Sequence[Chunk], config: ChunkingSettings, tokenizer: Tokenizer
+) -> None:
+    """Neighbours advance and overlap within one section by at most the overlap, never in tables."""
+    rigid = rigid_spans(doc)
+    for before, after in itertools.pairwise(chunks):
+        assert after.char_start > before.char_start
+        if after.char_start >= before.char_end:
+            continue
+        assert after.section_start == before.section_start  # only within one section
+        shared = doc.text[after.char_start : before.char_end]
+        assert tokenizer.count(shared) <= config.overlap_tokens
+        for start, end in rigid:
+            assert not (start < before.char_end and after.char_start < end), shared
+
+
+def check_all(
+    doc: Document, chunks: Sequence[Chunk], config: ChunkingSettings, tokenizer: Tokenizer
+) -> None:
+    """Run every check above."""
+    check_chunk_fields(doc, chunks, config, tokenizer)
+    check_coverage(doc, chunks)
+    check_overlap(doc, chunks, config, tokenizer)
