@@ -126,7 +126,7 @@ def test_ingest_works_with_the_network_blocked(tmp_path: Path) -> None:
 
 
 def test_two_ingests_at_once_one_is_refused(tmp_path: Path) -> None:
-    docs = small_corpus(tmp_path / "docs", count=40)
+    docs = small_corpus(tmp_path / "docs", count=16)
     index = tmp_path / "index"
     first = subprocess.Popen(
         [sys.executable, INGEST, str(docs), "--index", str(index)],
@@ -144,14 +144,26 @@ def test_two_ingests_at_once_one_is_refused(tmp_path: Path) -> None:
         assert first.wait(timeout=600) == 0
     assert second.returncode == 3
     assert "another ingest" in second.stderr
-    assert len(stored_state(index)) > 40
+    assert len(stored_state(index)) > 16
 
 
-@pytest.mark.parametrize("delay", [1.0, 2.5, 4.0])
-def test_killed_ingest_converges_to_a_clean_ingest(tmp_path: Path, delay: float) -> None:
-    docs = small_corpus(tmp_path / "docs", count=60)
-    clean, crashed = tmp_path / "clean", tmp_path / "crashed"
-    assert run_ingest(str(docs), "--index", str(clean)).returncode == 0
+@pytest.fixture(scope="module")
+def kill_corpus(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Path, dict[str, tuple[str, str, str]]]:
+    """A corpus and the state a clean ingest of it leaves (computed once)."""
+    base = tmp_path_factory.mktemp("kill")
+    docs = small_corpus(base / "docs", count=24)
+    assert run_ingest(str(docs), "--index", str(base / "clean")).returncode == 0
+    return docs, stored_state(base / "clean")
+
+
+@pytest.mark.parametrize("delay", [1.5, 4.0])
+def test_killed_ingest_converges_to_a_clean_ingest(
+    tmp_path: Path, delay: float, kill_corpus: tuple[Path, dict[str, tuple[str, str, str]]]
+) -> None:
+    docs, clean = kill_corpus
+    crashed = tmp_path / "crashed"
     victim = subprocess.Popen(
         [sys.executable, INGEST, str(docs), "--index", str(crashed)],
         stdout=subprocess.DEVNULL,
@@ -165,7 +177,7 @@ def test_killed_ingest_converges_to_a_clean_ingest(tmp_path: Path, delay: float)
     rerun = run_ingest(str(docs), "--index", str(crashed), "--json")
 
     assert rerun.returncode == 0, rerun.stderr
-    assert stored_state(crashed) == stored_state(clean)
+    assert stored_state(crashed) == clean
 
 
 @pytest.mark.server
