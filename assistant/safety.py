@@ -13,6 +13,7 @@ emitted is always a prefix of the neutralised final text.
 
 from __future__ import annotations
 
+import html
 import re
 from urllib.parse import urlsplit
 
@@ -23,12 +24,20 @@ _LINK = re.compile(r"\[([^\]\n]*)\]\(\s*<?([^)\s>]*)>?(?:\s+\"[^\"\n]*\")?\s*\)"
 _AUTOLINK = re.compile(r"<([a-zA-Z][a-zA-Z0-9+.-]*:[^>\s]*)>")
 _BARE_URL = re.compile(r"(?<![`\w/])(?:https?|ftp)://[^\s)<>`\]]+", re.IGNORECASE)
 _HTML_START = re.compile(r"<(?![a-zA-Z][a-zA-Z0-9+.-]*:[^>\s]*>)(?=[A-Za-z/!?])")
+# Second line of defence for what the patterns above cannot see: images whose
+# alt text nests brackets, any link destination (nested labels), and link
+# reference definitions (which turn ``![x]`` or ``[x]`` into an image or link).
+_ANY_IMAGE = re.compile(r"!\[")
+_DESTINATION = re.compile(r"\]\(\s*<?([^)\s>]*)")
+_DEFINITION = re.compile(r"(\[[^\]\n]*\]):")
+_URL_NOISE = re.compile(r"[\x00-\x20]")
 
 # Tails that may still become a construct once more text arrives.
 _OPEN_TAIL = re.compile(
     r"!?\[[^\]\n]*(?:\](?:\([^)\n]*|\[[^\]\n]*)?)?$"  # label, destination or reference
     r"|<(?:[A-Za-z/!?][^>\n]*)?$"  # tag or autolink
     r"|!$"  # may become an image
+    r"|\]\(\s*<?[^)\s>]*$"  # destination after a nested label, maybe across a line end
     r"|(?<![\w/])(?:https?://[^\s)<>`\]]*|h(?:t(?:t(?:p(?:s?(?::/?)?)?)?)?)?)$",  # URL in progress
     re.IGNORECASE,
 )
@@ -51,15 +60,23 @@ def neutralise_markdown(text: str, *, allowed_hosts: frozenset[str]) -> str:
     text = _LINK.sub(lambda m: _replace_link(m, allowed_hosts), text)
     text = _AUTOLINK.sub(lambda m: _replace_autolink(m, allowed_hosts), text)
     text = _BARE_URL.sub(lambda m: _replace_bare(m, allowed_hosts), text)
-    return _HTML_START.sub("&lt;", text)
+    text = _HTML_START.sub("&lt;", text)
+    text = _ANY_IMAGE.sub(r"!\\[", text)
+    text = _DESTINATION.sub(lambda m: _guard_destination(m, allowed_hosts), text)
+    return _DEFINITION.sub(r"\1\\:", text)
 
 
 def is_allowed_url(url: str, *, allowed_hosts: frozenset[str]) -> bool:
     """Return whether ``url`` is relative to our own site or on an allowed host."""
-    url = url.strip()
+    # Browsers decode entities in attributes, drop tabs and newlines inside
+    # URLs and read "\\" as "/", so "/\\evil.example" is "//evil.example".
+    url = _URL_NOISE.sub("", html.unescape(url)).replace("\\", "/")
     if url.startswith("//"):
         return _host(url) in allowed_hosts
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # e.g. "http://[evil" (an unclosed IPv6 host)
+        return False
     if not parts.scheme:
         return True
     return parts.scheme.lower() in ("http", "https") and _host(url) in allowed_hosts
@@ -104,7 +121,8 @@ class SafeStream:
 
 def _stable_length(raw: str) -> int:
     """Return how much of ``raw`` cannot change meaning when more text is appended."""
-    start = max(0, len(raw) - _TAIL_WINDOW, raw.rfind("\n") + 1)
+    # From the line before the last: a link destination may follow a line end.
+    start = max(0, len(raw) - _TAIL_WINDOW, raw.rfind("\n", 0, max(raw.rfind("\n"), 0)) + 1)
     match = _OPEN_TAIL.search(raw, start)
     cut = match.start() if match else len(raw)
     for pattern in (_IMAGE, _LINK, _AUTOLINK):
@@ -113,6 +131,12 @@ def _stable_length(raw: str) -> int:
                 cut = done.start()
     # Whether a "<" is escaped depends on the character after it.
     return cut - 1 if cut and raw[cut - 1] == "<" else cut
+
+
+def _guard_destination(match: re.Match[str], allowed: frozenset[str]) -> str:
+    if is_allowed_url(match.group(1), allowed_hosts=allowed):
+        return match.group(0)
+    return "]\\(" + match.group(0)[2:]
 
 
 def _replace_image(match: re.Match[str]) -> str:
