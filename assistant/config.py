@@ -131,7 +131,7 @@ class EmbeddingSettings:
 class RetrievalSettings:
     """How questions find chunks."""
 
-    top_k: int = 4
+    top_k: int = 5
     mode: str = "hybrid"
     min_score: float = 0.0
     context_tokens: int = 3000
