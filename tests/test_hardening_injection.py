@@ -255,6 +255,11 @@ class Served:
 
 @pytest.fixture(scope="module")
 def served(corpus: Corpus) -> Iterator[Served]:
+    # Planted after the ingest, so only the viewer's own checks keep them out.
+    secret = "# Planted\n\nThe planted secret is swordfish.\n"
+    (corpus.settings.store.path / "planted.md").write_text(secret)
+    (corpus.docs / ".hidden.md").write_text(secret)
+    (corpus.docs / "late.md").write_text(secret)
     app = build_app(corpus.settings, doc_roots=[corpus.docs], embedder=FakeEmbedder())
     url = app.launch()
     try:
@@ -295,6 +300,9 @@ def _doc_paths(corpus: Corpus) -> list[str]:
         "/doc/index/chroma.sqlite3",
         "/doc/index/generation",
         "/doc/index/ingest.lock",
+        "/doc/index/planted.md",
+        "/doc/.hidden.md",
+        "/doc/late.md",
         "/doc/.env",
         "/doc/escape.md",
         "/doc/escape-dir/secret.md",
