@@ -53,6 +53,8 @@ def configure_logging(verbosity: int) -> None:
     """Send log records to stderr; ``verbosity`` 0 shows warnings, 1 info, 2 debug."""
     level = (logging.WARNING, logging.INFO, logging.DEBUG)[min(verbosity, 2)]
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    # markdown-it logs every block rule it tries: thousands of lines per file at DEBUG.
+    logging.getLogger("markdown_it").setLevel(logging.INFO)
     if verbosity < 2:
         for noisy in ("httpx", "chromadb"):
             logging.getLogger(noisy).setLevel(logging.WARNING)

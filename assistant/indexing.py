@@ -237,7 +237,9 @@ def _write_all(
     indexed_at = dt.datetime.now(dt.UTC).date().isoformat()
     for group in _groups(parsed):
         started = time.perf_counter()
-        logger.debug("embedding %d chunks of %d documents", sum(len(p.chunks) for p in group), len(group))
+        logger.debug(
+            "embedding %d chunks of %d documents", sum(len(p.chunks) for p in group), len(group)
+        )
         vectors = run.embedder.embed([c.text for p in group for c in p.chunks])
         run.timed("embed", started)
         offset = 0

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -43,6 +44,7 @@ logger = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
 _READ_PAGE = 5000
+_LOW_DISK_BYTES = 16 * 1024 * 1024
 _client_lock = threading.RLock()
 
 
@@ -73,7 +75,22 @@ def _make_client(settings: StoreSettings) -> Any:
             )
         return chromadb.PersistentClient(path=str(settings.path / "chroma"))
     except (ChromaError, ValueError, OSError) as exc:
-        raise StoreError(f"cannot open the index ({_where(settings)}): {exc}") from exc
+        raise StoreError(
+            f"cannot open the index ({_where(settings)}): {exc}{_disk_hint(settings)}"
+        ) from exc
+
+
+def _disk_hint(settings: StoreSettings) -> str:
+    """Name a full disk: Chroma's own message for it can be "Error in compaction"."""
+    if settings.is_remote:
+        return ""
+    try:
+        free = shutil.disk_usage(settings.path).free
+    except OSError:
+        return ""
+    if free >= _LOW_DISK_BYTES:
+        return ""
+    return f" (the disk holding the index is full or nearly full: {free // 1024} KiB free)"
 
 
 def _where(settings: StoreSettings) -> str:
@@ -222,7 +239,9 @@ class ChromaIndex:
                     embeddings=vectors[start : start + size],
                 )
             except (ChromaError, OSError, ValueError) as exc:
-                raise StoreError(f"writing to {_where(self.settings)} failed: {exc}") from exc
+                raise StoreError(
+                    f"writing to {_where(self.settings)} failed: {exc}{_disk_hint(self.settings)}"
+                ) from exc
 
     def delete(self, chunk_ids: Sequence[str]) -> None:
         """Remove rows by ID (unknown IDs are ignored)."""
@@ -232,7 +251,10 @@ class ChromaIndex:
             try:
                 collection.delete(ids=list(chunk_ids[start : start + size]))
             except (ChromaError, OSError, ValueError) as exc:
-                raise StoreError(f"deleting from {_where(self.settings)} failed: {exc}") from exc
+                raise StoreError(
+                    f"deleting from {_where(self.settings)} failed: {exc}"
+                    f"{_disk_hint(self.settings)}"
+                ) from exc
 
     def commit(self) -> str:
         """Publish a new generation so running readers reload; return it."""
@@ -241,7 +263,9 @@ class ChromaIndex:
         try:
             collection.modify(metadata=self._identity_metadata(generation=generation))
         except (ChromaError, OSError, ValueError) as exc:
-            raise StoreError(f"updating {_where(self.settings)} failed: {exc}") from exc
+            raise StoreError(
+                f"updating {_where(self.settings)} failed: {exc}{_disk_hint(self.settings)}"
+            ) from exc
         if not self.settings.is_remote:
             _write_atomically(generation_path(self.settings), generation)
         return generation
@@ -296,7 +320,9 @@ class ChromaIndex:
             try:
                 page = collection.get(include=include, limit=_READ_PAGE, offset=offset)
             except (ChromaError, OSError) as exc:
-                raise StoreError(f"reading {_where(self.settings)} failed: {exc}") from exc
+                raise StoreError(
+                    f"reading {_where(self.settings)} failed: {exc}{_disk_hint(self.settings)}"
+                ) from exc
             ids = page["ids"]
             for i, chunk_id in enumerate(ids):
                 metadata = page["metadatas"][i] if page.get("metadatas") is not None else {}
