@@ -84,11 +84,12 @@ def test_sample_questions_load() -> None:
 
 
 def test_sweep_grid_parses_values_and_keeps_current_settings_for_the_rest() -> None:
-    from assistant.config import Settings
+    from assistant.config import RetrievalSettings, Settings
     from assistant.eval_cli import parse_grid
 
-    grid = parse_grid(["chunk_tokens=128,256", "mode=dense"], settings=Settings())
-    assert grid == {"chunk_tokens": [128, 256], "overlap": [0.15], "k": [4], "mode": ["dense"]}
+    current = Settings(retrieval=RetrievalSettings(top_k=7))
+    grid = parse_grid(["chunk_tokens=128,256", "mode=dense"], settings=current)
+    assert grid == {"chunk_tokens": [128, 256], "overlap": [0.15], "k": [7], "mode": ["dense"]}
     with pytest.raises(ConfigError, match="NAME=V1,V2"):
         parse_grid(["size=1"], settings=Settings())
     with pytest.raises(ConfigError, match="k"):
