@@ -1,6 +1,6 @@
 """Ingest throughput against simple baselines; prints figures (not a test).
 
-Usage: ``PYTHONPATH=. python bench/bench_ingest.py [--mb 20] [--ingest-mb 2] [--profile]``
+Usage: ``PYTHONPATH=. python bench/bench_ingest.py [--mb 20] [--ingest-mb 1.5] [--profile]``
 
 On generated policy-like Markdown (``bench/corpus.py``, fixed seed, in a temp dir):
   1. chunking MB/s over the whole corpus: ``load_document`` + ``chunk_document``
@@ -12,23 +12,23 @@ On generated policy-like Markdown (``bench/corpus.py``, fixed seed, in a temp di
      chunks/s of its ``embed`` stage vs the bare onnxruntime session on the same
      chunk texts (tokenized once, sorted, padded to each batch's longest) and vs
      Chroma's default path (every input padded to 256, batches of 32);
-  3. a second ingest with nothing changed, as a share of the first;
-  4. the child's peak RSS (``ru_maxrss``) during the ingests.
+  3. a second ingest with nothing changed, as a share of the first; and (3b)
+     the same for the whole corpus ingested with random vectors instead of the
+     model, against an estimated full ingest (that run plus chunks / the
+     measured embed rate); ``--profile`` profiles that unchanged re-ingest;
+  4. the child's peak RSS (``VmHWM``; ``ru_maxrss`` outside Linux) during the sub-corpus ingests.
+
+Chunking and model rates are given per wall second and per CPU second of the
+process (all threads): on a shared machine the CPU figures are the steadier.
 """
 
 from __future__ import annotations
 
 import argparse
-import cProfile
-import io
-import multiprocessing
-import pstats
-import resource
 import shutil
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -37,16 +37,13 @@ import numpy as np
 import onnxruntime as ort
 from bench_embeddings import Ids, batched, run_batches, session, timed, tokenizer
 from corpus import write_corpus
+from ingest_runs import IngestRun, in_child, model_child, stub_child
 
 from assistant.chunking import chunk_document
-from assistant.config import ChunkingSettings, EmbeddingSettings, Settings, StoreSettings
-from assistant.documents import discover, load_document
-from assistant.embeddings import make_embedder
-from assistant.indexing import IngestReport, ingest
+from assistant.config import ChunkingSettings, EmbeddingSettings
+from assistant.documents import load_document
 from assistant.onnx_embedder import MAX_INPUT_TOKENS, OnnxEmbedder
 from assistant.onnx_model_files import packaged_model_path
-from assistant.plan import doc_key
-from assistant.store import ChromaIndex
 from assistant.tokens import get_tokenizer
 from assistant.types import Chunk
 
@@ -113,89 +110,23 @@ def bench_chunking(paths: Sequence[Path], root: Path) -> tuple[Rate, Rate]:
     return ours, theirs
 
 
-# --- 2-4. ingest, in a child process so its peak RSS is its own ---------------
+# --- 2-4. ingest (in a child process, see ingest_runs.py) -------------------
 
 
-@dataclass(frozen=True, slots=True)
-class IngestRun:
-    first: IngestReport
-    first_s: float
-    second: IngestReport
-    second_s: float
-    rss_before_mb: float
-    rss_peak_mb: float
-    breakdown: tuple[tuple[str, float], ...]
-    profile: str
-
-
-def _maxrss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
-
-
-def _timed_ingest(root: Path, settings: Settings) -> tuple[IngestReport, float]:
-    started = time.perf_counter()
-    report = ingest([root], settings=settings, embedder=make_embedder(settings.embedding))
-    return report, time.perf_counter() - started
-
-
-def _breakdown(root: Path, settings: Settings) -> tuple[tuple[str, float], ...]:
-    """Time the two halves of an unchanged run's scan: hashing files, reading metadata."""
-    embedder = make_embedder(settings.embedding)
-    started = time.perf_counter()
-    for _, path in discover([root]):
-        doc_key(path.read_bytes(), signature="bench")
-    hashed = time.perf_counter() - started
-    index = ChromaIndex(
-        settings.store, embedder_identity=embedder.identity, dimension=embedder.dimension
-    )
-    started = time.perf_counter()
-    index.stored_documents()
-    return (("read+hash files", hashed), ("stored_documents()", time.perf_counter() - started))
-
-
-def _profile(root: Path, settings: Settings) -> str:
-    profiler = cProfile.Profile()
-    profiler.runcall(_timed_ingest, root, settings)
-    out = io.StringIO()
-    pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(18)
-    return out.getvalue()
-
-
-def ingest_child(root: Path, index: Path, profile: bool) -> IngestRun:
-    settings = Settings(store=StoreSettings(path=index))
-    rss_before = _maxrss_mb()
-    first, first_s = _timed_ingest(root, settings)
-    second, second_s = _timed_ingest(root, settings)
-    return IngestRun(
-        first,
-        first_s,
-        second,
-        second_s,
-        rss_before,
-        _maxrss_mb(),
-        _breakdown(root, settings),
-        _profile(root, settings) if profile or second_s > first_s / 100 else "",
-    )
-
-
-def run_ingest(root: Path, index: Path, *, profile: bool) -> IngestRun:
-    spawn = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
-        return pool.submit(ingest_child, root, index, profile).result()
-
-
-def print_ingest(run: IngestRun, mb: float) -> None:
+def print_ingest(label: str, run: IngestRun, mb: float) -> None:
     first, second = run.first, run.second
-    print(f"2. full ingest of the {mb:.1f} MB sub-corpus ({len(first.added)} files, child process)")
-    print(f"  first:  {run.first_s:7.2f} s, {first.chunks_written} chunks, stages (s):")
-    print("          " + "  ".join(f"{k} {v:.2f}" for k, v in first.timings))
-    print(f"3. unchanged re-ingest: {run.second_s:.3f} s, {len(second.unchanged)} unchanged, ")
-    print("   stages (s): " + "  ".join(f"{k} {v:.3f}" for k, v in second.timings))
-    print("   scan parts (s): " + "  ".join(f"{k} {v:.3f}" for k, v in run.breakdown))
-    print(f"4. child RSS: {run.rss_before_mb:.0f} MB after imports, peak {run.rss_peak_mb:.0f} MB")
+    print(f"{label}: {mb:.1f} MB, {len(first.added)} files, {first.chunks_written} chunks")
+    print(f"  first ingest {run.first_s:.2f} s; stages (s): " + _stages(first.timings, 2))
+    print(f"  unchanged re-ingest {run.second_s:.3f} s; stages (s): " + _stages(second.timings, 3))
+    print("    its scan, timed apart (s): " + _stages(run.breakdown, 3))
+    print(f"  child RSS {run.rss_before_mb:.0f} MB after imports, peak {run.rss_peak_mb:.0f} MB")
     if run.profile:
-        print("   profile of an unchanged re-ingest (cumulative):")
-        print("\n".join("   " + line for line in run.profile.splitlines()[:45] if line.strip()))
+        print("  profile of an unchanged re-ingest (cumulative):")
+        print("\n".join("    " + line for line in run.profile.splitlines()[:40] if line.strip()))
+
+
+def _stages(timings: Sequence[tuple[str, float]], digits: int) -> str:
+    return "  ".join(f"{name} {seconds:.{digits}f}" for name, seconds in timings)
 
 
 # --- 2. the model, bare -------------------------------------------------------
@@ -257,12 +188,15 @@ def print_table(rows: Sequence[tuple[str, str, str, str, str]]) -> None:
 
 
 def summary(
-    chunking: tuple[Rate, Rate], run: IngestRun, models: tuple[Rate, Rate, Rate]
+    chunking: tuple[Rate, Rate], run: IngestRun, models: tuple[Rate, Rate, Rate], scale: IngestRun
 ) -> list[tuple[str, str, str, str, str]]:
     ours, lc = chunking
     bare, wrapper, chroma = models
     embed = run.first.chunks_written / dict(run.first.timings)["embed"]
+    embed_cpu = run.first.chunks_written / run.embed_cpu_s
     share = run.second_s / run.first_s
+    scale_chunks = scale.first.chunks_written
+    scale_full = scale.first_s + scale_chunks / embed  # the stub's run plus the model's time
     return [
         ("chunking, MB/s wall", f"{ours.wall:.2f}", f"LangChain {lc.wall:.2f}",
          f"{ours.wall / lc.wall:.2f}x", ""),
@@ -272,10 +206,18 @@ def summary(
          f"{embed / bare.wall:.2f}", ">= 0.9"),
         ("embed, chunks/s (ingest stage)", f"{embed:.1f}", f"Chroma pad-256 {chroma.wall:.1f}",
          f"{embed / chroma.wall:.2f}x", ">= 2x"),
+        ("embed, chunks/cpu-s (ingest stage)", f"{embed_cpu:.1f}", f"bare model {bare.cpu:.1f}",
+         f"{embed_cpu / bare.cpu:.2f}", ">= 0.9"),
+        ("embed, chunks/cpu-s (ingest stage)", f"{embed_cpu:.1f}",
+         f"Chroma pad-256 {chroma.cpu:.1f}", f"{embed_cpu / chroma.cpu:.2f}x", ">= 2x"),
         ("embed, chunks/s (wrapper alone)", f"{wrapper.wall:.1f}", f"bare model {bare.wall:.1f}",
          f"{wrapper.wall / bare.wall:.2f}", ""),
+        ("embed, chunks/cpu-s (wrapper alone)", f"{wrapper.cpu:.1f}", f"bare model {bare.cpu:.1f}",
+         f"{wrapper.cpu / bare.cpu:.2f}", ""),
         ("unchanged re-ingest, s", f"{run.second_s:.3f}", f"first ingest {run.first_s:.1f}",
          f"{share:.2%}", "< 1%"),
+        (f"unchanged re-ingest, {scale_chunks} chunks, s", f"{scale.second_s:.3f}",
+         f"est. full ingest {scale_full:.0f}", f"{scale.second_s / scale_full:.2%}", "< 1%"),
         ("ingest peak RSS, MB", f"{run.rss_peak_mb:.0f}", f"after imports {run.rss_before_mb:.0f}",
          "", ""),
     ]  # fmt: skip
@@ -284,7 +226,7 @@ def summary(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--mb", type=float, default=20.0, help="corpus size for chunking")
-    parser.add_argument("--ingest-mb", type=float, default=2.0, help="sub-corpus to ingest")
+    parser.add_argument("--ingest-mb", type=float, default=1.5, help="sub-corpus to ingest")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--profile", action="store_true", help="profile the unchanged re-ingest")
     args = parser.parse_args()
@@ -296,12 +238,14 @@ def main() -> None:
         chunking = bench_chunking(paths, root)
         sub_paths = sub_corpus(paths, root, sub, megabytes=args.ingest_mb)
         sub_mb = sum(p.stat().st_size for p in sub_paths) / MB
-        run = run_ingest(sub, Path(tmp, "index"), profile=args.profile)
-        print_ingest(run, sub_mb)
+        run = in_child(model_child, sub, Path(tmp, "index"), profile=False)
+        print_ingest("2-4. ingest with the model (sub-corpus)", run, sub_mb)
         texts = [c.text for c in our_chunks(sorted(sub_paths), sub)]
         models = bench_models(texts, batch=min(EmbeddingSettings().batch_size, 64))
-    print(f"summary (sub-corpus chunks embedded: {len(texts)}; wall-clock unless noted):")
-    print_table(summary(chunking, run, models))
+        scale = in_child(stub_child, root, Path(tmp, "index-stub"), profile=args.profile)
+        print_ingest("3b. ingest with random vectors (whole corpus)", scale, args.mb)
+    print(f"summary (model figures on the {len(texts)} sub-corpus chunks; wall-clock unless cpu):")
+    print_table(summary(chunking, run, models, scale))
     print(f"total {time.perf_counter() - started:.0f} s; load average {_load()}")
 
 
