@@ -235,11 +235,13 @@ def raw_rows(index: Path) -> Rows:
     (collection,) = client.list_collections()
     got = collection.get(include=["documents", "metadatas", "embeddings"])
     SharedSystemClient.clear_system_cache()
+    texts, metadatas, vectors = got["documents"], got["metadatas"], got["embeddings"]
+    assert texts is not None and metadatas is not None and vectors is not None
     return {
         chunk_id: (
-            got["documents"][i],
-            {k: v for k, v in got["metadatas"][i].items() if k != "indexed_at"},
-            np.asarray(got["embeddings"][i]),
+            texts[i],
+            {k: v for k, v in metadatas[i].items() if k != "indexed_at"},
+            np.asarray(vectors[i]),
         )
         for i, chunk_id in enumerate(got["ids"])
     }
