@@ -298,9 +298,10 @@ def kill_at(line: str, *args: str) -> list[str]:
         "assistant.indexing: parsing p4.md",
         "assistant.indexing: embedding ",
         "assistant.indexing: wrote ",
+        "assistant.indexing: deleting ",
         "assistant.indexing: removing ",
     ],
-    ids=["parsing", "embedding", "between-upserts", "pruning"],
+    ids=["parsing", "embedding", "between-upserts", "before-stale-delete", "pruning"],
 )
 def test_sigkill_at_each_stage_then_rerun_equals_a_clean_ingest(
     tmp_path: Path, kill_setup: tuple[Path, Path, Rows], line: str
