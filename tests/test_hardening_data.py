@@ -236,7 +236,9 @@ def raw_rows(index: Path) -> Rows:
     got = collection.get(include=["documents", "metadatas", "embeddings"])
     SharedSystemClient.clear_system_cache()
     texts, metadatas, vectors = got["documents"], got["metadatas"], got["embeddings"]
-    assert texts is not None and metadatas is not None and vectors is not None
+    assert texts is not None
+    assert metadatas is not None
+    assert vectors is not None
     return {
         chunk_id: (
             texts[i],
