@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import stat
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from assistant.loaders.base import Extracted, fallback_title
 from assistant.loaders.decode import decode_text
 from assistant.types import Document
 
-__all__ = ["MAX_FILE_BYTES", "SUPPORTED_SUFFIXES", "discover", "load_document"]
+__all__ = ["MAX_FILE_BYTES", "SUPPORTED_SUFFIXES", "check_file", "discover", "load_document"]
 
 logger = logging.getLogger(__name__)
 
@@ -92,12 +93,7 @@ def load_document(path: Path, *, root: Path, source: str | None = None) -> Docum
     """
     if source is None:
         source = Path(os.path.relpath(path, root)).as_posix()
-    suffix = path.suffix.lower()
-    kind = _KINDS.get(suffix)
-    if kind is None:
-        supported = ", ".join(sorted(SUPPORTED_SUFFIXES))
-        shown = suffix or "(no extension)"
-        raise DocumentError(source, f"unsupported file type '{shown}' (supported: {supported})")
+    kind = _kind(path, source=source)
     data = _read(path, root=root, source=source)
     if not data.strip():
         raise DocumentError(source, "file is empty (no text)")
@@ -116,14 +112,44 @@ def load_document(path: Path, *, root: Path, source: str | None = None) -> Docum
     )
 
 
-def _read(path: Path, *, root: Path, source: str) -> bytes:
+def check_file(path: Path, *, root: Path, source: str) -> Path:
+    """Refuse, without reading it, a file that cannot be a policy document.
+
+    Returns:
+        The file's resolved path.
+
+    Raises:
+        DocumentError: Unsupported type, not a regular file (a FIFO or device
+            would never end), a symlink leaving ``root``, or over the size limit.
+    """
+    _kind(path, source=source)
     try:
         real = path.resolve(strict=True)
         if not real.is_relative_to(root.resolve()):
             raise DocumentError(source, f"symlink points outside the data directory ({real})")
-        size = real.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise DocumentError(source, f"file is larger than 50 MB ({size:,} bytes)")
+        status = real.stat()
+    except OSError as exc:
+        raise DocumentError(source, f"cannot read file: {exc.strerror or exc}") from exc
+    if not stat.S_ISREG(status.st_mode):
+        raise DocumentError(source, "not a regular file (a directory, pipe, device or socket)")
+    if status.st_size > MAX_FILE_BYTES:
+        raise DocumentError(source, f"file is larger than 50 MB ({status.st_size:,} bytes)")
+    return real
+
+
+def _kind(path: Path, *, source: str) -> str:
+    suffix = path.suffix.lower()
+    kind = _KINDS.get(suffix)
+    if kind is None:
+        supported = ", ".join(sorted(SUPPORTED_SUFFIXES))
+        shown = suffix or "(no extension)"
+        raise DocumentError(source, f"unsupported file type '{shown}' (supported: {supported})")
+    return kind
+
+
+def _read(path: Path, *, root: Path, source: str) -> bytes:
+    real = check_file(path, root=root, source=source)
+    try:
         return real.read_bytes()
     except OSError as exc:
         raise DocumentError(source, f"cannot read file: {exc.strerror or exc}") from exc

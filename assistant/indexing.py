@@ -22,7 +22,7 @@ import numpy as np
 from assistant.chunk_codec import encode_chunk
 from assistant.chunking import chunk_document
 from assistant.config import Settings
-from assistant.documents import discover, load_document
+from assistant.documents import check_file, discover, load_document
 from assistant.errors import DocumentError
 from assistant.locking import writer_lock
 from assistant.plan import Candidate, IngestPlan, chunk_id, doc_key, make_plan
@@ -160,7 +160,10 @@ def _scan(roots: Sequence[Path], *, signature: str) -> tuple[list[Candidate], li
             continue
         owner[source] = root
         try:
-            key = doc_key(path, signature=signature)
+            key = doc_key(check_file(path, root=root, source=source), signature=signature)
+        except DocumentError as exc:
+            problems.append(Problem(source, exc.reason))
+            continue
         except OSError as exc:
             problems.append(Problem(source, f"cannot read file: {exc.strerror or exc}"))
             continue

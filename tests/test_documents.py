@@ -144,7 +144,7 @@ def test_file_over_size_limit_is_refused(tmp_path: Path) -> None:
 
 def test_unreadable_path_is_a_document_error(tmp_path: Path) -> None:
     (tmp_path / "dir.md").mkdir()
-    assert "cannot read file" in _error(tmp_path / "dir.md", tmp_path).reason
+    assert "not a regular file" in _error(tmp_path / "dir.md", tmp_path).reason
 
 
 @pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root reads anything")

@@ -375,11 +375,6 @@ print(sorted(report.added), sorted(p.source for p in report.problems))
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="indexing._scan hashes every file (plan.doc_key) before load_document checks "
-    "size, type and symlinks: a FIFO or a symlink to /dev/zero blocks ingest forever",
-)
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero-symlink"])
 def test_special_files_do_not_hang_the_ingest(tmp_path: Path, kind: str) -> None:
     docs = tmp_path / "docs"
