@@ -61,6 +61,15 @@ def theme() -> gr.themes.Base:
     )
 
 
+# A question is a sentence or two; a longer one is pasted text or an attack, and
+# would be searched, traced and echoed back in full.
+MAX_QUESTION_CHARS = 4000
+TOO_LONG_MESSAGE = (
+    "Your question is {length:,} characters long; please shorten it to at most "
+    f"{MAX_QUESTION_CHARS:,} characters."
+)
+
+
 def make_responder(service: ChatService, *, settings: Settings) -> Responder:
     """Return the chat generator Gradio calls with (message, history, sources, tags, k).
 
@@ -83,6 +92,9 @@ def make_responder(service: ChatService, *, settings: Settings) -> Responder:
         question = message.strip() if isinstance(message, str) else ""
         if not question:
             yield [gr.ChatMessage(content="Please type a question.")]
+            return
+        if len(question) > MAX_QUESTION_CHARS:
+            yield [gr.ChatMessage(content=TOO_LONG_MESSAGE.format(length=len(question)))]
             return
         filters = SearchFilters(sources=tuple(sources or ()), tags=tuple(tags or ()))
         top_k = _clamp_k(k, default=settings.retrieval.top_k)

@@ -458,5 +458,6 @@ def test_a_one_megabyte_question_is_bounded(served: Served) -> None:
     started = time.perf_counter()
     result = _ask(Client(served.url + "/", verbose=False), question)
     assert time.perf_counter() - started < 60
-    assert "40 EUR" in str(result)
-    _check_prompts(requests[before:])
+    assert "please shorten it" in str(result)
+    assert len(str(result)) < 10_000  # the question is not echoed back
+    assert len(requests) == before  # nor sent to the model
