@@ -79,7 +79,7 @@ def test_markdown_raw_html_is_escaped_and_nothing_can_load(viewer: DocumentViewe
 
     assert "<script" not in page.html
     assert "&lt;script&gt;" in page.html
-    # Markdown images still become <img>, but the CSP forbids loading them.
+    # Markdown images become plain links, and the CSP forbids loading images anyway.
     assert "default-src 'none'" in CSP
     assert "img-src" not in CSP
     assert "title: Leave Policy" not in page.html  # front matter is not shown as text
