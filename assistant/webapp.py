@@ -99,5 +99,11 @@ def build_app(
         return reader.snapshot().roots
 
     viewer = DocumentViewer(roots=doc_roots, blocked=[settings.store.path], catalog=indexed_roots)
-    demo = build_demo(service, settings=settings, sources=sources, tags=tags)
+    demo = build_demo(
+        service,
+        settings=settings,
+        sources=sources,
+        tags=tags,
+        catalog=lambda: catalog_of(reader.snapshot()),
+    )
     return WebApp(demo=demo, viewer=viewer, settings=settings)

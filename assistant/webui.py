@@ -185,6 +185,7 @@ def build_demo(
     sources: Sequence[tuple[str, str]] = (),
     tags: Sequence[str] = (),
     examples: Sequence[str] = EXAMPLES,
+    catalog: Callable[[], Catalog] | None = None,
 ) -> gr.Blocks:
     """Build the chat UI around a service.
 
@@ -194,6 +195,8 @@ def build_demo(
         sources: ``(source, title)`` pairs offered in the documents filter.
         tags: Tags offered in the tags filter.
         examples: Example questions shown under the chat.
+        catalog: Returns the current ``(sources, tags)``; called on every page load
+            so documents ingested after start-up appear in the filters.
 
     Returns:
         The Gradio Blocks; serve it with `launch`.
@@ -224,7 +227,32 @@ def build_demo(
             api_name="chat",
             fill_height=True,
         )
+        if catalog is not None:
+            demo.load(
+                _refresh_filters(catalog),
+                outputs=[source_box, tag_box],
+                api_visibility="private",
+                queue=False,
+            )
     return demo
+
+
+Catalog = tuple[Sequence[tuple[str, str]], Sequence[str]]
+
+
+def _refresh_filters(catalog: Callable[[], Catalog]) -> Callable[[], tuple[Any, Any]]:
+    def refresh() -> tuple[Any, Any]:
+        try:
+            sources, tags = catalog()
+        except AssistantError as exc:
+            logger.warning("cannot list documents for the filters: %s", exc)
+            return gr.update(), gr.update()
+        return (
+            gr.update(choices=[(f"{title} ({source})", source) for source, title in sources]),
+            gr.update(choices=list(tags)),
+        )
+
+    return refresh
 
 
 def _authorised(request: Request) -> bool:

@@ -51,6 +51,7 @@ class Served:
     url: str
     server: FakeOpenAIServer
     replies: dict[str, Reply]
+    index: Path
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +69,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         app = build_app(settings, doc_roots=[SAMPLE], embedder=FakeEmbedder())
         url = app.launch()
         try:
-            yield Served(url, server, replies)
+            yield Served(url, server, replies, index)
         finally:
             app.demo.close()
 
@@ -175,3 +176,19 @@ def test_closing_the_tab_closes_the_upstream_stream(served: Served, page: Any) -
 
     assert stream.disconnected.wait(30), "closing the tab did not stop the model stream"
     assert not stream.completed.is_set()
+
+
+def test_documents_ingested_after_start_appear_in_the_filters(
+    served: Served, page: Any, tmp_path: Path
+) -> None:
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "canteen.md").write_text("# Canteen Rules\n\nLunch is served from 12:30.\n")
+    settings = Settings(store=StoreSettings(path=served.index))
+    ingest([extra], settings=settings, embedder=FakeEmbedder())
+
+    page.goto(served.url, wait_until="load")
+    page.get_by_text("Filters").first.click()
+    page.get_by_label("Documents").first.click()
+
+    page.get_by_text("Canteen Rules (canteen.md)").first.wait_for()
