@@ -125,7 +125,7 @@ def _progress_bar(*, enabled: bool) -> Progress:
         if not enabled:
             return
         bar = bars.get(stage)
-        if bar is None:
+        if bar is None or done < bar.n:  # a new pass over the same stage
             bar = bars[stage] = tqdm(total=total, desc=stage, unit="item", leave=False)
         bar.n = done
         bar.refresh()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -28,7 +28,7 @@ from assistant.locking import writer_lock
 from assistant.plan import Candidate, IngestPlan, chunk_id, doc_key, make_plan
 from assistant.protocols import Embedder
 from assistant.store import ChromaIndex
-from assistant.tokens import get_tokenizer
+from assistant.tokens import Tokenizer, get_tokenizer
 from assistant.types import Chunk, Document, Problem
 
 __all__ = ["PIPELINE_VERSION", "IngestReport", "Progress", "ingest"]
@@ -129,16 +129,21 @@ def _execute(
     plan = make_plan(candidates, stored, roots=roots, prune=prune, problems=problems)
     run.problems.extend(problems)
     run.timed("scan", started)
-    parsed = _parse_all(run, plan.to_process)
-    if dry_run or (strict and run.problems):
-        return _report(run, plan, dry_run=True, planned=parsed)
+    if dry_run or strict:
+        # A dry run, or strict mode's check before anything is written: parse
+        # everything, keep only the counts.
+        planned = sum(len(p.chunks) for p in _parse_each(run, plan.to_process))
+        if dry_run or run.problems:
+            return _report(run, plan, dry_run=True, planned_chunks=planned)
+        run.oversize = 0
     if not run.index.exists():
         run.index.open(create=True)
-    _write_all(run, parsed, stored_ids={s: d.chunk_ids for s, d in stored.items()})
+    stored_ids = {source: doc.chunk_ids for source, doc in stored.items()}
+    _write_all(run, _parse_each(run, plan.to_process), stored_ids=stored_ids)
     _remove(run, plan)
     if plan.to_process or plan.removed:
         run.index.commit()
-    return _report(run, plan, dry_run=False, planned=parsed)
+    return _report(run, plan, dry_run=False, planned_chunks=0)
 
 
 def _signature(run: _Run) -> str:
@@ -178,26 +183,34 @@ class _Parsed:
     chunks: tuple[Chunk, ...]
 
 
-def _parse_all(run: _Run, candidates: Sequence[Candidate]) -> list[_Parsed]:
-    started = time.perf_counter()
+def _parse_each(run: _Run, candidates: Sequence[Candidate]) -> Iterator[_Parsed]:
+    """Yield each document parsed and chunked, recording the files that fail.
+
+    A generator, so only the documents of one embedding group are in memory.
+    """
     tokenizer = get_tokenizer(run.settings.chunking.encoding)
-    parsed: list[_Parsed] = []
     for done, candidate in enumerate(candidates, 1):
+        started = time.perf_counter()
         logger.debug("parsing %s", candidate.source)
-        try:
-            document = load_document(candidate.path, root=candidate.root, source=candidate.source)
-        except DocumentError as exc:
-            logger.warning("skipping %s: %s", candidate.source, exc.reason)
-            run.problems.append(Problem(candidate.source, exc.reason))
-            continue
-        chunks = chunk_document(document, settings=run.settings.chunking, tokenizer=tokenizer)
-        if not chunks:
-            run.problems.append(Problem(candidate.source, "no text to index"))
-            continue
-        parsed.append(_Parsed(candidate, document, _flag_oversize(run, chunks)))
-        run.progress("parse", done, len(candidates))
-    run.timed("parse", started)
-    return parsed
+        parsed = _parse_one(run, candidate, tokenizer=tokenizer)
+        run.timed("parse", started)
+        run.progress("documents", done, len(candidates))
+        if parsed is not None:
+            yield parsed
+
+
+def _parse_one(run: _Run, candidate: Candidate, *, tokenizer: Tokenizer) -> _Parsed | None:
+    try:
+        document = load_document(candidate.path, root=candidate.root, source=candidate.source)
+    except DocumentError as exc:
+        logger.warning("skipping %s: %s", candidate.source, exc.reason)
+        run.problems.append(Problem(candidate.source, exc.reason))
+        return None
+    chunks = chunk_document(document, settings=run.settings.chunking, tokenizer=tokenizer)
+    if not chunks:
+        run.problems.append(Problem(candidate.source, "no text to index"))
+        return None
+    return _Parsed(candidate, document, _flag_oversize(run, chunks))
 
 
 def _flag_oversize(run: _Run, chunks: tuple[Chunk, ...]) -> tuple[Chunk, ...]:
@@ -219,7 +232,7 @@ def _flag_oversize(run: _Run, chunks: tuple[Chunk, ...]) -> tuple[Chunk, ...]:
     return tuple(flagged)
 
 
-def _groups(parsed: Sequence[_Parsed]) -> Iterator[list[_Parsed]]:
+def _groups(parsed: Iterable[_Parsed]) -> Iterator[list[_Parsed]]:
     group: list[_Parsed] = []
     size = 0
     for item in parsed:
@@ -233,10 +246,8 @@ def _groups(parsed: Sequence[_Parsed]) -> Iterator[list[_Parsed]]:
 
 
 def _write_all(
-    run: _Run, parsed: Sequence[_Parsed], *, stored_ids: dict[str, frozenset[str]]
+    run: _Run, parsed: Iterable[_Parsed], *, stored_ids: dict[str, frozenset[str]]
 ) -> None:
-    total = sum(len(p.chunks) for p in parsed)
-    done = 0
     indexed_at = dt.datetime.now(dt.UTC).date().isoformat()
     for group in _groups(parsed):
         started = time.perf_counter()
@@ -254,8 +265,6 @@ def _write_all(
             }
             _delete(run, sorted(stale))
             offset += count
-            done += count
-            run.progress("embed+write", done, total)
 
 
 def _write_document(run: _Run, item: _Parsed, vectors: np.ndarray, *, indexed_at: str) -> None:
@@ -292,9 +301,9 @@ def _remove(run: _Run, plan: IngestPlan) -> None:
         _delete(run, sorted(doc.chunk_ids))
 
 
-def _report(run: _Run, plan: IngestPlan, *, dry_run: bool, planned: list[_Parsed]) -> IngestReport:
+def _report(run: _Run, plan: IngestPlan, *, dry_run: bool, planned_chunks: int) -> IngestReport:
     if dry_run:
-        run.written = sum(len(p.chunks) for p in planned)
+        run.written = planned_chunks
         run.deleted = sum(len(d.chunk_ids) for d in plan.removed)
     failed = {p.source for p in run.problems}
     return IngestReport(
