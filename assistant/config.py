@@ -10,7 +10,7 @@ ASSISTANT_CHROMA_HOST          use a Chroma server at this host instead of local
 ASSISTANT_CHROMA_PORT          its port (default 8000)
 ASSISTANT_CHROMA_SSL           ``1`` to use TLS
 ASSISTANT_CHROMA_HEADERS       extra HTTP headers, ``Name: value`` pairs separated by ``;``
-ASSISTANT_COLLECTION           collection name prefix (default ``policies``)
+ASSISTANT_COLLECTION           collection name (default ``policies``)
 ASSISTANT_EMBEDDING            ``local`` (default) or ``openai``
 ASSISTANT_EMBEDDING_MODEL      model name for the ``openai`` backend
 ASSISTANT_EMBEDDING_BASE_URL   OpenAI-compatible embeddings endpoint

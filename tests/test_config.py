@@ -1,0 +1,55 @@
+"""Bad settings fail where they are read, naming the setting and the value."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from assistant.config import Settings
+from assistant.errors import ConfigError
+
+
+def test_environment_overrides_defaults() -> None:
+    settings = Settings.from_env(
+        {
+            "ASSISTANT_INDEX": "/srv/index",
+            "ASSISTANT_CHROMA_HOST": "chroma.internal",
+            "ASSISTANT_CHROMA_HEADERS": "Authorization: Bearer x; X-Tenant: hr",
+            "ASSISTANT_TOP_K": "7",
+            "ASSISTANT_LLM_BASE_URL": "http://127.0.0.1:11434/v1",
+            "ASSISTANT_AUTH": "alice:pw1, bob:pw2",
+        }
+    )
+    assert settings.store.path == Path("/srv/index")
+    assert settings.store.is_remote
+    assert settings.store.headers == (("Authorization", "Bearer x"), ("X-Tenant", "hr"))
+    assert settings.retrieval.top_k == 7
+    assert settings.llm.enabled
+    assert settings.ui.auth == (("alice", "pw1"), ("bob", "pw2"))
+
+
+def test_api_key_falls_back_to_openai_api_key() -> None:
+    settings = Settings.from_env({"OPENAI_API_KEY": "sk-test"})
+    assert settings.llm.api_key == settings.embedding.api_key == "sk-test"
+    assert settings.llm.enabled
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"ASSISTANT_TOP_K": "many"}, "ASSISTANT_TOP_K must be an integer, got 'many'"),
+        ({"ASSISTANT_TOP_K": "0"}, "top_k must be at least 1, got 0"),
+        ({"ASSISTANT_CHUNK_OVERLAP": "0.7"}, "chunk overlap must be in [0, 0.5), got 0.7"),
+        ({"ASSISTANT_CHUNK_TOKENS": "8"}, "chunk size must be at least 16 tokens, got 8"),
+        ({"ASSISTANT_CHROMA_PORT": "70000"}, "Chroma port must be 1-65535, got 70000"),
+        ({"ASSISTANT_EMBEDDING": "word2vec"}, "'local' or 'openai', got 'word2vec'"),
+        ({"ASSISTANT_AUTH": "alice"}, "expected 'name:value', got 'alice'"),
+        ({"ASSISTANT_LLM_TIMEOUT": "-1"}, "LLM timeout must be positive, got -1.0"),
+        ({"ASSISTANT_COLLECTION": "ab"}, "collection name must be 3-40 characters, got 'ab'"),
+    ],
+)
+def test_invalid_values_name_the_setting_and_value(env: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        Settings.from_env(env)
+    assert message in str(caught.value)
