@@ -29,7 +29,7 @@ from fastapi.routing import APIRoute
 from assistant.config import Settings
 from assistant.errors import AssistantError, IndexNotFoundError
 from assistant.protocols import AnswerStream, ChatService
-from assistant.safety import SafeStream
+from assistant.safety import SafeStream, neutralise_markdown
 from assistant.types import SearchFilters, Turn
 from assistant.uiformat import history_to_turns, sources_markdown, trace_markdown
 from assistant.viewer import SECURITY_HEADERS, DocumentViewer
@@ -60,6 +60,8 @@ def theme() -> gr.themes.Base:
         font_mono=[gr.themes.Font("ui-monospace"), "monospace"],
     )
 
+
+UPDATE_INTERVAL_S = 0.05
 
 # A question is a sentence or two; a longer one is pasted text or an attack, and
 # would be searched, traced and echoed back in full.
@@ -146,12 +148,17 @@ def _stream(
     allowed_hosts: frozenset[str],
 ) -> Iterator[list[gr.ChatMessage]]:
     safe = SafeStream(allowed_hosts=allowed_hosts)
-    shown, first = "", 0.0
+    shown, first, last_update = "", 0.0, 0.0
     try:
         for delta in stream:
-            first = first or time.perf_counter() - started
+            now = time.perf_counter()
+            first = first or now - started
             shown += safe.feed(delta)
-            yield [gr.ChatMessage(content=shown)]
+            # Each update makes Gradio diff and send the whole message list; with
+            # many users streaming at once, coalescing deltas keeps first tokens fast.
+            if now - last_update >= UPDATE_INTERVAL_S:
+                last_update = now
+                yield [gr.ChatMessage(content=shown)]
         answer = stream.answer()
     except AssistantError as exc:
         logger.warning("chat failed while streaming: %s", exc, exc_info=True)
@@ -159,7 +166,11 @@ def _stream(
         yield [gr.ChatMessage(content=f"{shown}\n\n*{FAILED_MESSAGE.format(reason=_short(exc))}*")]
         return
     timings = {"first token": first, "total": time.perf_counter() - started}
-    body = shown + safe.finish()
+    # The checked answer drops citation markers that point at no source.
+    if answer.text.strip():
+        body = neutralise_markdown(answer.text, allowed_hosts=allowed_hosts)
+    else:
+        body = shown + safe.finish()
     if stream.error:
         body += f"\n\n*{stream.error}*"
     messages = [gr.ChatMessage(content=body or "(no answer)")]

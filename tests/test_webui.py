@@ -41,7 +41,8 @@ class Running:
 
 @pytest.fixture
 def service() -> FakeService:
-    return FakeService()
+    # Deltas further apart than the UI's update interval, as from a real model.
+    return FakeService(delay=0.08)
 
 
 @pytest.fixture
