@@ -174,10 +174,28 @@ def sources_markdown(answer: Answer, *, include_uncited: bool = False) -> str:
         for number, hit in enumerate(answer.sources, start=1)
         if show_all or number in cited
     ]
+    if not show_all and len(cited) < len(answer.sources):
+        entries.append(_also_retrieved(answer, cited=set(cited)))
     if answer.invalid_citation_numbers:
         bad = ", ".join(f"\\[{n}\\]" for n in answer.invalid_citation_numbers)
         entries.append(f"*Citations {bad} do not match any source and were ignored.*")
+    if answer.unsupported_sentences:
+        quoted = "\n".join(f"> {escape_markdown(s)}" for s in answer.unsupported_sentences)
+        entries.append(
+            "**Check these statements:** their words or figures are not in the source "
+            f"they cite.\n\n{quoted}"
+        )
     return "\n\n".join(entries)
+
+
+def _also_retrieved(answer: Answer, *, cited: set[int]) -> str:
+    others = [
+        f"\\[{number}\\] {escape_markdown(hit.title or hit.chunk.source)} — "
+        f"{escape_markdown(hit.chunk.heading_path[-1])}"
+        for number, hit in enumerate(answer.sources, start=1)
+        if number not in cited
+    ]
+    return "*Also retrieved, not cited:* " + "; ".join(others)
 
 
 def trace_markdown(

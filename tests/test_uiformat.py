@@ -54,6 +54,7 @@ def test_sources_list_cited_first_and_report_invalid_numbers() -> None:
 
     assert "[2] Loan Policy" in text
     assert "[1] Loan Policy" not in text
+    assert "Also retrieved, not cited:* \\[1\\] Loan Policy" in text
     assert "page 3" in text
     assert "\\[7\\]" in text
     assert "[1] Loan Policy" in sources_markdown(answer, include_uncited=True)
@@ -84,3 +85,22 @@ def test_trace_is_a_fence_that_backticks_cannot_break() -> None:
     assert rendered.count("<pre>") == 1
     assert text.count("question:") == 1
     assert "first token: 12 ms" in text
+
+
+def test_unsupported_statements_are_flagged_for_the_reader() -> None:
+    hit = make_hit()
+    answer = Answer(
+        "q",
+        "Loans cost 99% [1].",
+        (hit,),
+        (Citation(1, hit),),
+        unsupported_sentences=("Loans cost 99% [1].",),
+    )
+
+    text = sources_markdown(answer)
+
+    assert "Check these statements" in text
+    assert "> Loans cost 99% \\[1\\]." in text
+    assert "Check these statements" not in sources_markdown(
+        Answer("q", "x [1]", (hit,), (Citation(1, hit),))
+    )
