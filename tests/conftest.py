@@ -19,6 +19,20 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_POLICIES = ROOT / "data" / "policies"
+INGEST = str(ROOT / "ingest.py")
+
+
+def run_ingest(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``ingest.py`` in a fresh process, as an administrator would."""
+    return subprocess.run(
+        [sys.executable, INGEST, *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        cwd=ROOT,
+        timeout=600,
+        check=False,
+    )
 
 
 @pytest.fixture(autouse=True)

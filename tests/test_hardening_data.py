@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -29,10 +28,9 @@ from assistant.indexing import ingest
 from assistant.protocols import Embedder
 from assistant.store import IndexReader
 from assistant.webapp import build_app
-from tests.conftest import ROOT, ChromaServer, free_port
+from tests.conftest import INGEST, ROOT, ChromaServer, free_port, run_ingest
 from tests.openai_server import FakeOpenAIServer, Reply
 
-INGEST = str(ROOT / "ingest.py")
 CITE_ALL = Reply(text="See [1] [2] [3] [4].", chunk_chars=6)
 
 TRAVEL_V1 = "The travel allowance is OLDMARK forty dollars per day for staff on duty travel."
@@ -63,18 +61,6 @@ def second_corpus(root: Path) -> None:
     write_doc(root, "travel.md", "Travel Policy", TRAVEL_V2)
     (root / "sabbatical.md").unlink()
     write_doc(root, "bicycle.md", "Bicycle Scheme", ADDED)
-
-
-def run_ingest(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, INGEST, *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        cwd=ROOT,
-        timeout=300,
-        check=False,
-    )
 
 
 def ask(client: Client, question: str) -> str:

@@ -15,21 +15,7 @@ import pytest
 from assistant.config import Settings, StoreSettings
 from assistant.embeddings import make_embedder
 from assistant.store import ChromaIndex
-from tests.conftest import ROOT, ChromaServer
-
-INGEST = str(ROOT / "ingest.py")
-
-
-def run_ingest(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, INGEST, *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        cwd=ROOT,
-        timeout=600,
-        check=False,
-    )
+from tests.conftest import INGEST, ROOT, ChromaServer, run_ingest
 
 
 def stored_state(index: Path, **store: object) -> dict[str, tuple[str, str, str]]:
