@@ -116,7 +116,7 @@ def test_question_streams_an_answer_with_sources_and_a_working_section_link(
     _ask(page, "What is the emergency loan interest rate?")
 
     bot = page.locator(".bot").first
-    bot.get_by_text("12% per annum", exact=False).wait_for()
+    bot.get_by_text("12% per annum", exact=False).first.wait_for()
     sources = page.locator(".message-wrap").get_by_text("Sources", exact=True).first
     sources.wait_for()
     link = page.get_by_role("link", name="open section").first
