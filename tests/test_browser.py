@@ -23,21 +23,15 @@ import pytest
 from assistant.config import LLMSettings, Settings, StoreSettings, UISettings
 from assistant.indexing import ingest
 from assistant.webapp import build_app
+from tests.chromium import CHROMIUM, LAUNCH_ARGS, browser_marks
 from tests.conftest import FakeEmbedder
 from tests.openai_server import FakeOpenAIServer, Reply
 
-CHROMIUM = Path("/usr/bin/chromium")
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "policies"
 ANSWER = "Emergency Loans carry interest at 12% per annum on a reducing balance [1]."
 SLOW = Reply(text="Counting slowly " + "and on " * 200, chunk_chars=8, delay=0.25)
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not CHROMIUM.exists(),
-        reason="/usr/bin/chromium is missing (apt-get install chromium)",
-    ),
-]
+pytestmark = browser_marks
 
 
 def _free_port() -> int:
@@ -81,15 +75,7 @@ def page(served: Served) -> Iterator[Any]:
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
             executable_path=str(CHROMIUM),
-            args=[
-                "--no-sandbox",
-                "--headless=new",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-            ],
+            args=LAUNCH_ARGS,
         )
         try:
             page = browser.new_page()

