@@ -128,12 +128,9 @@ def run_sweep(
 ) -> list[SweepRow]:
     """Index ``docs`` once per chunking setting (temporary index); evaluate every combination."""
     from assistant.indexing import ingest
-    from assistant.retrieval import Retriever
-    from assistant.store import IndexReader
-    from assistant.tokens import get_tokenizer
+    from assistant.wiring import open_retriever
 
     rows: list[SweepRow] = []
-    tokenizer = get_tokenizer(settings.chunking.encoding)
     for tokens, overlap in itertools.product(grid["chunk_tokens"], grid["overlap"]):
         chunking = replace(
             settings.chunking, max_tokens=int(str(tokens)), overlap=float(str(overlap))
@@ -144,15 +141,11 @@ def run_sweep(
                 settings, chunking=chunking, store=replace(settings.store, path=Path(tmp), host="")
             )
             ingest([docs], settings=trial, embedder=embedder)
-            reader = IndexReader(
-                trial.store, embedder_identity=embedder.identity, dimension=embedder.dimension
-            )
-            count = len(reader.snapshot().chunks)
+            count = 0
             for mode in grid["mode"]:
                 retrieval = replace(trial.retrieval, mode=str(mode))
-                searcher = Retriever(
-                    reader.snapshot, embedder, settings=retrieval, tokenizer=tokenizer
-                )
+                searcher = open_retriever(replace(trial, retrieval=retrieval), embedder=embedder)
+                count = len(searcher.snapshot().chunks)
                 cutoffs = tuple(sorted({int(str(k)) for k in grid["k"]} | {10}))
                 report = evaluate(searcher, questions, cutoffs=cutoffs)
                 figures = report.figures()

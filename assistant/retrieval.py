@@ -132,6 +132,10 @@ class Retriever:
         self._view: _View | None = None
         self._lock = threading.Lock()
 
+    def snapshot(self) -> IndexSnapshot:
+        """Return the index snapshot searches currently run on."""
+        return self._source()
+
     def search(
         self,
         question: str,

@@ -90,21 +90,9 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
 
 def build_searcher(settings: Settings) -> Searcher:
     """Return a `Retriever` over the configured index with the configured embedder."""
-    from assistant.embeddings import make_embedder
-    from assistant.retrieval import Retriever
-    from assistant.store import IndexReader
-    from assistant.tokens import get_tokenizer
+    from assistant.wiring import open_retriever
 
-    embedder = make_embedder(settings.embedding)
-    reader = IndexReader(
-        settings.store, embedder_identity=embedder.identity, dimension=embedder.dimension
-    )
-    return Retriever(
-        reader.snapshot,
-        embedder,
-        settings=settings.retrieval,
-        tokenizer=get_tokenizer(settings.chunking.encoding),
-    )
+    return open_retriever(settings)
 
 
 def main(

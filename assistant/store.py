@@ -12,8 +12,8 @@ lock file stays in the local index directory.
 
 Chroma's embedded client caches an opened collection per process and does not
 see another process's later writes (reads can even fail outright). Readers
-therefore keep an in-memory `IndexSnapshot` and, when the generation changes,
-drop Chroma's process-wide client cache and read the collection afresh.
+therefore keep an in-memory `IndexSnapshot` (`assistant.reader`) and, when the
+generation changes, call `forget_cached_clients` and read the collection afresh.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from assistant.config import StoreSettings
 from assistant.errors import IndexMismatchError, IndexNotFoundError, StoreError
 from assistant.types import Chunk, DocMeta, IndexSnapshot
 
-__all__ = ["ChromaIndex", "IndexReader", "StoredDocument", "generation_path"]
+__all__ = ["ChromaIndex", "StoredDocument", "forget_cached_clients", "generation_path"]
 
 logger = logging.getLogger(__name__)
 
@@ -114,6 +114,11 @@ class ChromaIndex:
         self.embedder_identity = embedder_identity
         self.dimension = dimension
         self._collection: Any = None
+
+    @property
+    def location(self) -> str:
+        """Return where the index is, for messages."""
+        return _where(self.settings)
 
     def exists(self) -> bool:
         """Return whether the collection exists (never creates anything)."""
@@ -335,54 +340,10 @@ class ChromaIndex:
             offset += _READ_PAGE
 
 
-class IndexReader:
-    """Serves the current `IndexSnapshot`, reloading after another process's ingest.
-
-    Thread-safe: concurrent searches share one snapshot; one thread reloads.
-    """
-
-    def __init__(self, settings: StoreSettings, *, embedder_identity: str, dimension: int) -> None:
-        self._settings = settings
-        self._identity = (embedder_identity, dimension)
-        self._lock = threading.Lock()
-        self._snapshot: IndexSnapshot | None = None
-
-    def snapshot(self) -> IndexSnapshot:
-        """Return the current snapshot (cheap when nothing changed).
-
-        Raises:
-            IndexNotFoundError: There is no index yet.
-        """
-        index = self._index()
-        current = index.generation()
-        snapshot = self._snapshot
-        if snapshot is not None and snapshot.generation == current:
-            return snapshot
-        with self._lock:
-            if self._snapshot is None or self._snapshot.generation != current:
-                self._snapshot = self._reload()
-            return self._snapshot
-
-    def _index(self) -> ChromaIndex:
-        embedder_identity, dimension = self._identity
-        return ChromaIndex(self._settings, embedder_identity=embedder_identity, dimension=dimension)
-
-    def _reload(self) -> IndexSnapshot:
-        if not self._settings.is_remote and not (self._settings.path / "chroma").is_dir():
-            raise IndexNotFoundError(
-                f"no index at {_where(self._settings)}: run `python ingest.py` first"
-            )
-        with _client_lock:
-            SharedSystemClient.clear_system_cache()
-        started = time.perf_counter()
-        snapshot = self._index().load_snapshot()
-        logger.info(
-            "loaded index generation %s: %d chunks in %.0f ms",
-            snapshot.generation,
-            len(snapshot.chunks),
-            (time.perf_counter() - started) * 1000,
-        )
-        return snapshot
+def forget_cached_clients() -> None:
+    """Drop Chroma's per-process client cache, so the next read sees other processes' writes."""
+    with _client_lock:
+        SharedSystemClient.clear_system_cache()
 
 
 def _write_atomically(path: Path, text: str) -> None:

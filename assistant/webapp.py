@@ -72,31 +72,19 @@ def build_app(
         AssistantError: The embedding model or tokenizer cannot be loaded.
     """
     from assistant.chat import build_assistant
-    from assistant.embeddings import make_embedder
-    from assistant.retrieval import Retriever
-    from assistant.store import IndexReader
-    from assistant.tokens import get_tokenizer
+    from assistant.wiring import open_retriever
 
-    embedder = embedder or make_embedder(settings.embedding)
-    reader = IndexReader(
-        settings.store, embedder_identity=embedder.identity, dimension=embedder.dimension
-    )
-    retriever = Retriever(
-        reader.snapshot,
-        embedder,
-        settings=settings.retrieval,
-        tokenizer=get_tokenizer(settings.chunking.encoding),
-    )
+    retriever = open_retriever(settings, embedder=embedder)
     service = build_assistant(settings, searcher=retriever)
     sources: list[tuple[str, str]] = []
     tags: list[str] = []
     try:
-        sources, tags = catalog_of(reader.snapshot())
+        sources, tags = catalog_of(retriever.snapshot())
     except AssistantError as exc:
         logger.warning("starting without an index: %s", exc)
 
     def indexed_roots() -> Mapping[str, str]:
-        return reader.snapshot().roots
+        return retriever.snapshot().roots
 
     viewer = DocumentViewer(roots=doc_roots, blocked=[settings.store.path], catalog=indexed_roots)
     demo = build_demo(
@@ -104,6 +92,6 @@ def build_app(
         settings=settings,
         sources=sources,
         tags=tags,
-        catalog=lambda: catalog_of(reader.snapshot()),
+        catalog=lambda: catalog_of(retriever.snapshot()),
     )
     return WebApp(demo=demo, viewer=viewer, settings=settings)

@@ -26,7 +26,7 @@ from assistant.config import LLMSettings, Settings, StoreSettings, UISettings
 from assistant.embeddings import make_embedder
 from assistant.indexing import ingest
 from assistant.protocols import Embedder
-from assistant.store import IndexReader
+from assistant.reader import IndexReader
 from assistant.webapp import build_app
 from tests.conftest import INGEST, ROOT, ChromaServer, free_port, run_ingest
 from tests.openai_server import FakeOpenAIServer, Reply

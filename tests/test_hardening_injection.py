@@ -30,9 +30,9 @@ from assistant.chat import Assistant, build_assistant
 from assistant.config import LLMSettings, Settings, StoreSettings, UISettings
 from assistant.indexing import ingest
 from assistant.prompt import SYSTEM_PROMPT
+from assistant.reader import IndexReader
 from assistant.retrieval import Retriever
 from assistant.safety import SafeStream, neutralise_markdown
-from assistant.store import IndexReader
 from assistant.tokens import get_tokenizer
 from assistant.webapp import build_app
 from tests.conftest import ROOT, FakeEmbedder, free_port

@@ -11,7 +11,8 @@ from assistant.config import Settings, StoreSettings
 from assistant.errors import IndexBusyError, IndexMismatchError, IndexNotFoundError
 from assistant.indexing import ingest
 from assistant.locking import writer_lock
-from assistant.store import ChromaIndex, IndexReader
+from assistant.reader import IndexReader
+from assistant.store import ChromaIndex
 from tests.conftest import FakeEmbedder
 
 LOANS = (
