@@ -31,6 +31,8 @@ SNIPPET_CHARS = 320
 
 # Characters that can start Markdown links, images, emphasis, code, headings or tables.
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]()#!|~])")
+# At the start of a line these begin a list item or a setext underline.
+_LINE_START_MARK = re.compile(r"^(\s*)([-+=]|\d+\.)", re.MULTILINE)
 _HEADING_MARK = re.compile(r"^\s{0,3}#{1,6}\s+", re.MULTILINE)
 _SPACES = re.compile(r"\s+")
 
@@ -117,7 +119,13 @@ def escape_markdown(text: str) -> str:
     images or HTML; after escaping it renders as the literal characters.
     """
     html_safe = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return _MD_SPECIAL.sub(r"\\\1", html_safe)
+    escaped = _MD_SPECIAL.sub(r"\\\1", html_safe)
+    return _LINE_START_MARK.sub(lambda m: m[1] + _escape_mark(m[2]), escaped)
+
+
+def _escape_mark(mark: str) -> str:
+    # "1." becomes "1\." (the number stays); "-", "+" and "=" get a backslash.
+    return mark[:-1] + "\\." if mark.endswith(".") else "\\" + mark
 
 
 def doc_link(hit: Hit, *, base: str = "/doc/") -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import re
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
@@ -104,3 +105,11 @@ def test_unsupported_statements_are_flagged_for_the_reader() -> None:
     assert "Check these statements" not in sources_markdown(
         Answer("q", "x [1]", (hit,), (Citation(1, hit),))
     )
+
+
+@pytest.mark.parametrize("text", ["-", "- not a list", "+ x", "12. not a list", "=", "---"])
+def test_line_start_markers_stay_text(text: str) -> None:
+    rendered = _md.render("> " + escape_markdown(text))
+    assert "<li" not in rendered
+    assert "<hr" not in rendered
+    assert _text_of(rendered) == text
