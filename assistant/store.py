@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import chromadb
+import httpx
 import numpy as np
 from chromadb.api.shared_system_client import SharedSystemClient
 from chromadb.errors import ChromaError, NotFoundError
@@ -46,6 +47,13 @@ SCHEMA_VERSION = 1
 _READ_PAGE = 5000
 _LOW_DISK_BYTES = 16 * 1024 * 1024
 _client_lock = threading.RLock()
+# Building an HttpClient costs ~75 ms (it checks the tenant and database); a
+# reader asks for the generation on every question, so remote clients are
+# kept. httpx reconnects by itself after a server restart.
+_remote_clients: dict[StoreSettings, Any] = {}
+# What a read or write can raise: Chroma's errors, disk errors, the client's
+# own argument checks, and httpx's when a server is down or drops the connection.
+_FAILURES = (ChromaError, OSError, ValueError, httpx.HTTPError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,19 +73,25 @@ def generation_path(settings: StoreSettings) -> Path:
 
 
 def _make_client(settings: StoreSettings) -> Any:
+    """Return a client for ``settings``; call with ``_client_lock`` held."""
+    cached = _remote_clients.get(settings)
+    if cached is not None:
+        return cached
     try:
-        if settings.is_remote:
-            return chromadb.HttpClient(
-                host=settings.host,
-                port=settings.port,
-                ssl=settings.ssl,
-                headers=dict(settings.headers),
-            )
-        return chromadb.PersistentClient(path=str(settings.path / "chroma"))
-    except (ChromaError, ValueError, OSError) as exc:
+        if not settings.is_remote:
+            return chromadb.PersistentClient(path=str(settings.path / "chroma"))
+        client = chromadb.HttpClient(
+            host=settings.host,
+            port=settings.port,
+            ssl=settings.ssl,
+            headers=dict(settings.headers),
+        )
+    except _FAILURES as exc:
         raise StoreError(
             f"cannot open the index ({_where(settings)}): {exc}{_disk_hint(settings)}"
         ) from exc
+    _remote_clients[settings] = client
+    return client
 
 
 def _disk_hint(settings: StoreSettings) -> str:
@@ -161,7 +175,7 @@ class ChromaIndex:
                     configuration={"hnsw": {"space": "cosine"}},
                     metadata=self._identity_metadata(generation="0"),
                 )
-            except (ChromaError, OSError) as exc:
+            except _FAILURES as exc:
                 raise StoreError(f"cannot open {_where(self.settings)}: {exc}") from exc
         self._check_identity(collection.metadata or {})
         self._collection = collection
@@ -195,7 +209,7 @@ class ChromaIndex:
                 _make_client(self.settings).delete_collection(self.settings.collection)
             except NotFoundError:
                 return
-            except (ChromaError, OSError) as exc:
+            except _FAILURES as exc:
                 raise StoreError(
                     f"cannot drop the index at {_where(self.settings)}: {exc}"
                 ) from exc
@@ -243,7 +257,7 @@ class ChromaIndex:
                     metadatas=[r.metadata for r in batch],
                     embeddings=vectors[start : start + size],
                 )
-            except (ChromaError, OSError, ValueError) as exc:
+            except _FAILURES as exc:
                 raise StoreError(
                     f"writing to {_where(self.settings)} failed: {exc}{_disk_hint(self.settings)}"
                 ) from exc
@@ -255,7 +269,7 @@ class ChromaIndex:
         for start in range(0, len(chunk_ids), size):
             try:
                 collection.delete(ids=list(chunk_ids[start : start + size]))
-            except (ChromaError, OSError, ValueError) as exc:
+            except _FAILURES as exc:
                 raise StoreError(
                     f"deleting from {_where(self.settings)} failed: {exc}"
                     f"{_disk_hint(self.settings)}"
@@ -267,7 +281,7 @@ class ChromaIndex:
         collection = self._open(create=True)
         try:
             collection.modify(metadata=self._identity_metadata(generation=generation))
-        except (ChromaError, OSError, ValueError) as exc:
+        except _FAILURES as exc:
             raise StoreError(
                 f"updating {_where(self.settings)} failed: {exc}{_disk_hint(self.settings)}"
             ) from exc
@@ -288,7 +302,9 @@ class ChromaIndex:
                 metadata = client.get_collection(self.settings.collection).metadata or {}
             except NotFoundError as exc:
                 raise IndexNotFoundError(f"no index at {_where(self.settings)}") from exc
-            except ChromaError as exc:
+            except _FAILURES as exc:
+                # A fresh client next time re-checks the server and says what is wrong.
+                _remote_clients.pop(self.settings, None)
                 raise StoreError(f"cannot reach {_where(self.settings)}: {exc}") from exc
         return str(metadata.get("generation", "0"))
 
@@ -324,7 +340,7 @@ class ChromaIndex:
         while True:
             try:
                 page = collection.get(include=include, limit=_READ_PAGE, offset=offset)
-            except (ChromaError, OSError) as exc:
+            except _FAILURES as exc:
                 raise StoreError(
                     f"reading {_where(self.settings)} failed: {exc}{_disk_hint(self.settings)}"
                 ) from exc
@@ -343,6 +359,7 @@ class ChromaIndex:
 def forget_cached_clients() -> None:
     """Drop Chroma's per-process client cache, so the next read sees other processes' writes."""
     with _client_lock:
+        _remote_clients.clear()
         SharedSystemClient.clear_system_cache()
 
 
