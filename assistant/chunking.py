@@ -38,9 +38,10 @@ from bisect import bisect_left
 from typing import TYPE_CHECKING
 
 from assistant.config import ChunkingSettings
-from assistant.packing import Context, Group, Measured, Piece, pack
+from assistant.packing import Piece, pack
 from assistant.splitting import trim
 from assistant.types import Chunk, Document, Section
+from assistant.units import Context, Group, Measured
 
 if TYPE_CHECKING:  # tiktoken is only needed by whoever builds the tokenizer
     from assistant.tokens import Tokenizer

@@ -11,68 +11,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
-from assistant.config import ChunkingSettings
-from assistant.splitting import (
-    LINES,
-    PARAGRAPHS,
-    Counter,
-    Cut,
-    first_line,
-    overlap_start,
-    split_span,
-    split_table,
-)
+from assistant.splitting import LINES, PARAGRAPHS, overlap_start, split_span
 from assistant.types import BlockKind, compose_chunk_text
+from assistant.units import PROSE, Context, Group, Unit, cut_units
 
-if TYPE_CHECKING:  # tiktoken is only needed by whoever builds the tokenizer
-    from assistant.tokens import Tokenizer
-
-__all__ = ["Context", "Group", "Measured", "Piece", "pack"]
+__all__ = ["Piece", "pack"]
 
 logger = logging.getLogger(__name__)
-
-_PROSE: frozenset[str] = frozenset({"paragraph", "list_item", "other", "heading"})
-_FENCES = ("```", "~~~")
-
-
-@dataclass(frozen=True, slots=True)
-class Measured:
-    """A block trimmed of surrounding whitespace, with its token count."""
-
-    kind: BlockKind
-    start: int
-    end: int
-    tokens: int
-    page: int
-
-
-@dataclass(frozen=True, slots=True)
-class Group:
-    """Sections that are chunked together: one section, or merged tiny siblings."""
-
-    heading_path: tuple[str, ...]
-    anchor: str
-    start: int
-    end: int
-    lead: int | None  # where the first chunk's body starts, if before the first block
-    blocks: tuple[Measured, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class _Unit:
-    """A span the packer never splits: a whole block or one piece of a big block."""
-
-    start: int
-    end: int
-    tokens: int
-    kind: BlockKind
-    page: int
-    block: int
-    prefix: str = ""
-    prefix_tokens: int = 0
-    solo: bool = False  # must be a chunk on its own (FAQ entries, split tables/code)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,136 +33,6 @@ class Piece:
     tokens: int
     kind: BlockKind
     page: int
-
-
-class Context:
-    """The document text, the settings and cached token counts."""
-
-    def __init__(self, text: str, settings: ChunkingSettings, tokenizer: Tokenizer) -> None:
-        self.text = text
-        self.max_tokens = settings.max_tokens
-        self.overlap = settings.overlap_tokens
-        self.min_tokens = settings.min_tokens
-        self.tokenizer = tokenizer
-        self._small: dict[str, int] = {}
-        self._headings: dict[tuple[str, ...], tuple[tuple[str, ...], int]] = {}
-
-    def count(self, text: str) -> int:
-        """Count tokens, caching short strings (blank-line gaps recur constantly)."""
-        if len(text) > 24:
-            return self.tokenizer.count(text)
-        cached = self._small.get(text)
-        if cached is None:
-            cached = self._small[text] = self.tokenizer.count(text)
-        return cached
-
-    def span(self, start: int, end: int) -> int:
-        """Count the tokens of ``text[start:end]``."""
-        return self.count(self.text[start:end]) if start < end else 0
-
-    def heading(self, path: tuple[str, ...]) -> tuple[tuple[str, ...], int]:
-        """Return the heading path as shown (shortened to half the budget) and its cost."""
-        cached = self._headings.get(path)
-        if cached is None:
-            cached = self._headings[path] = _fit_heading(path, self.max_tokens // 2, self.count)
-        return cached
-
-
-def _fit_heading(path: tuple[str, ...], limit: int, count: Counter) -> tuple[tuple[str, ...], int]:
-    tokens = count(compose_chunk_text(path, "", ""))
-    while tokens > limit and len(path) > 1:
-        path = path[1:]
-        tokens = count(compose_chunk_text(path, "", ""))
-    if tokens > limit:
-        heading = path[0]
-        first = split_span(heading, 0, len(heading), limit=max(1, limit - 4), count=count)[0]
-        path = (heading[: first[1]] + "…",)
-        tokens = count(compose_chunk_text(path, "", ""))
-    return path, tokens
-
-
-# --- blocks to units ----------------------------------------------------------
-
-
-def _units(group: Group, ctx: Context, avail: int) -> list[_Unit]:
-    units: list[_Unit] = []
-    for index, block in enumerate(group.blocks):
-        whole = _Unit(block.start, block.end, block.tokens, block.kind, block.page, index)
-        if block.tokens <= avail:
-            units.append(replace(whole, solo=block.kind == "faq"))
-        elif block.kind == "table":
-            units.extend(_table_units(whole, ctx, avail))
-        elif block.kind == "code":
-            units.extend(_code_units(whole, ctx, avail))
-        else:
-            units.extend(_prose_units(whole, ctx, avail))
-    return units
-
-
-def _table_units(whole: _Unit, ctx: Context, avail: int) -> list[_Unit]:
-    split = split_table(
-        ctx.text, whole.start, whole.end, limit=avail, count=ctx.count, prefix_limit=avail // 2
-    )
-    return _pieces(whole, split.pieces, split.prefix, ctx)
-
-
-def _code_units(whole: _Unit, ctx: Context, avail: int) -> list[_Unit]:
-    prefix = _first_line_prefix(whole, ctx, avail, fence=True)
-    limit = avail - ctx.count(prefix)
-    cuts = split_span(
-        ctx.text,
-        whole.start,
-        whole.end,
-        limit=limit,
-        count=ctx.count,
-        level=LINES,
-        tokens=whole.tokens,
-    )
-    return _pieces(whole, cuts, prefix, ctx)
-
-
-def _prose_units(whole: _Unit, ctx: Context, avail: int) -> list[_Unit]:
-    """Cut prose (or an FAQ entry) leaving room for the overlap of the next piece."""
-    prefix = _first_line_prefix(whole, ctx, avail, fence=False) if whole.kind == "faq" else ""
-    limit = max(avail - ctx.overlap, avail // 2) - ctx.count(prefix)
-    if not prefix:
-        cuts = split_span(
-            ctx.text, whole.start, whole.end, limit=limit, count=ctx.count, tokens=whole.tokens
-        )
-        return _pieces(whole, cuts, prefix, ctx)
-    # An FAQ answer is cut on its own and the question joins its first piece,
-    # which has room for it: the question is the prefix of every later piece.
-    answer = first_line(ctx.text, whole.start, whole.end)[1]
-    cuts = split_span(ctx.text, answer, whole.end, limit=limit, count=ctx.count)
-    first_end = cuts[0][1] if cuts else answer
-    cuts = [(whole.start, first_end, ctx.span(whole.start, first_end)), *cuts[1:]]
-    return _pieces(whole, cuts, prefix, ctx)
-
-
-def _first_line_prefix(unit: _Unit, ctx: Context, avail: int, *, fence: bool) -> str:
-    """Return the block's first line + newline to repeat in later pieces, or ""."""
-    start, end = first_line(ctx.text, unit.start, unit.end)
-    line = ctx.text[start:end]
-    if fence and not line.lstrip().startswith(_FENCES):
-        return ""
-    return line + "\n" if ctx.count(line + "\n") <= avail // 3 else ""
-
-
-def _pieces(whole: _Unit, cuts: Sequence[Cut], prefix: str, ctx: Context) -> list[_Unit]:
-    prefix_tokens = ctx.count(prefix) if prefix else 0
-    solo = whole.kind not in _PROSE
-    return [
-        replace(
-            whole,
-            start=start,
-            end=end,
-            tokens=tokens,
-            prefix=prefix if n else "",
-            prefix_tokens=prefix_tokens if n else 0,
-            solo=solo,
-        )
-        for n, (start, end, tokens) in enumerate(cuts)
-    ]
 
 
 # --- packing units into chunks --------------------------------------------------
@@ -235,7 +51,7 @@ def pack(group: Group, ctx: Context) -> tuple[tuple[str, ...], list[Piece]]:
     """
     path, head = ctx.heading(group.heading_path)
     avail = ctx.max_tokens - head
-    units = _units(group, ctx, avail)
+    units = cut_units(group, ctx, avail)
     pieces: list[Piece] = []
     i, previous = 0, None
     while i < len(units):
@@ -246,7 +62,7 @@ def pack(group: Group, ctx: Context) -> tuple[tuple[str, ...], list[Piece]]:
 
 
 def _take(
-    units: list[_Unit],
+    units: list[Unit],
     i: int,
     previous: tuple[int, int, int] | None,
     group: Group,
@@ -275,7 +91,7 @@ def _take(
             return piece, j
 
 
-def _extend(units: list[_Unit], i: int, budget: int, ctx: Context) -> int:
+def _extend(units: list[Unit], i: int, budget: int, ctx: Context) -> int:
     """Return the last unit index that still fits ``budget`` when packing from ``i``."""
     if units[i].solo:
         return i
@@ -288,7 +104,7 @@ def _extend(units: list[_Unit], i: int, budget: int, ctx: Context) -> int:
     return j
 
 
-def _resplit(units: list[_Unit], i: int, excess: int, ctx: Context) -> bool:
+def _resplit(units: list[Unit], i: int, excess: int, ctx: Context) -> bool:
     """Replace ``units[i]`` by smaller pieces; False if it cannot shrink any more."""
     unit = units[i]
     if unit.end - unit.start <= 1:
@@ -307,7 +123,7 @@ def _resplit(units: list[_Unit], i: int, excess: int, ctx: Context) -> bool:
 
 
 def _piece(
-    units: list[_Unit], i: int, j: int, start: int, path: tuple[str, ...], ctx: Context
+    units: list[Unit], i: int, j: int, start: int, path: tuple[str, ...], ctx: Context
 ) -> Piece:
     first, members = units[i], units[i : j + 1]
     body = ctx.text[start : units[j].end]
@@ -316,7 +132,7 @@ def _piece(
     return Piece(start, units[j].end, first.prefix, body, text, tokens, _kind(members), first.page)
 
 
-def _kind(units: Sequence[_Unit]) -> BlockKind:
+def _kind(units: Sequence[Unit]) -> BlockKind:
     kinds = {unit.kind for unit in units}
     if "table" in kinds:
         return "table"
@@ -329,16 +145,16 @@ def _kind(units: Sequence[_Unit]) -> BlockKind:
 # --- overlap --------------------------------------------------------------------
 
 
-def _joins(before: _Unit, after: _Unit) -> bool:
+def _joins(before: Unit, after: Unit) -> bool:
     """Tell whether a chunk starting with ``after`` may repeat the tail of ``before``."""
     if before.kind == "faq" or after.kind == "faq":
         return before.kind == after.kind and before.block == after.block
-    prose = before.kind in _PROSE and after.kind in _PROSE
+    prose = before.kind in PROSE and after.kind in PROSE
     return prose and not before.solo and not after.solo
 
 
 def _overlap(
-    units: list[_Unit], i: int, previous: tuple[int, int, int], avail: int, ctx: Context
+    units: list[Unit], i: int, previous: tuple[int, int, int], avail: int, ctx: Context
 ) -> tuple[int, int] | None:
     """Return where chunk ``i`` starts in the previous chunk's tail and the cost in tokens."""
     first_index, last_index, previous_start = previous

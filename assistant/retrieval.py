@@ -22,17 +22,16 @@ import numpy.typing as npt
 
 from assistant.config import RetrievalSettings
 from assistant.errors import IndexMismatchError
-from assistant.expansion import SectionKey, SectionText, collapse_near_duplicates, section_key
+from assistant.expansion import SectionKey, collapse_near_duplicates, section_key
 from assistant.fusion import (
     demote_superseded,
     fuse_scores,
     relevance,
-    superseded_by,
     top_rows,
 )
-from assistant.lexical import LexicalIndex
 from assistant.nomatch import COVERAGE_HITS, NoMatchVerdict, content_terms, judge, term_coverage
 from assistant.protocols import Embedder
+from assistant.search_view import SearchView, dense_scores
 from assistant.tokens import Tokenizer
 from assistant.types import Chunk, Hit, IndexSnapshot, SearchFilters, SearchResult
 
@@ -41,64 +40,6 @@ __all__ = ["CANDIDATES", "Retriever"]
 logger = logging.getLogger(__name__)
 
 CANDIDATES = 50
-
-
-@dataclass(slots=True)
-class _View:
-    """Structures derived from one snapshot generation (rebuilt when it changes)."""
-
-    snapshot: IndexSnapshot
-    lexical: LexicalIndex
-    sources: tuple[str, ...]
-    source_ids: npt.NDArray[np.int32]
-    sections: dict[SectionKey, list[int]]
-    replaced_by: dict[str, frozenset[str]]
-    section_cache: dict[SectionKey, SectionText] = field(default_factory=dict)
-
-    @classmethod
-    def build(cls, snapshot: IndexSnapshot) -> _View:
-        sources = tuple(sorted({c.source for c in snapshot.chunks} | set(snapshot.docs)))
-        position = {s: i for i, s in enumerate(sources)}
-        sections: dict[SectionKey, list[int]] = {}
-        for row, chunk in enumerate(snapshot.chunks):
-            sections.setdefault(section_key(chunk), []).append(row)
-        return cls(
-            snapshot=snapshot,
-            lexical=LexicalIndex([c.text for c in snapshot.chunks]),
-            sources=sources,
-            source_ids=np.array([position[c.source] for c in snapshot.chunks], dtype=np.int32),
-            sections=sections,
-            replaced_by=superseded_by(snapshot.docs),
-        )
-
-    def mask(self, filters: SearchFilters | None) -> npt.NDArray[np.bool_] | None:
-        """Return the eligible rows, or None when nothing is filtered."""
-        if filters is None or filters == SearchFilters():
-            return None
-        wanted = set(filters.tags)
-        allowed = np.ones(len(self.sources), dtype=np.bool_)
-        for i, source in enumerate(self.sources):
-            meta = self.snapshot.docs.get(source)
-            date = (meta.effective_date or meta.updated_date) if meta else ""
-            allowed[i] = (
-                (not filters.sources or source in filters.sources)
-                and (not wanted or (meta is not None and not wanted.isdisjoint(meta.tags)))
-                and (not filters.date_from or (bool(date) and date >= filters.date_from))
-                and (not filters.date_to or (bool(date) and date[:10] <= filters.date_to))
-            )
-        result: npt.NDArray[np.bool_] = allowed[self.source_ids]
-        return result
-
-    def section_text(self, chunk: Chunk, *, tokenizer: Tokenizer) -> SectionText:
-        key = section_key(chunk)
-        cached = self.section_cache.get(key)
-        if cached is None:
-            if len(self.section_cache) > 4096:
-                self.section_cache.clear()
-            rows = self.sections.get(key, [])
-            cached = SectionText([self.snapshot.chunks[r] for r in rows], tokenizer=tokenizer)
-            self.section_cache[key] = cached
-        return cached
 
 
 @dataclass(slots=True)
@@ -129,7 +70,7 @@ class Retriever:
         self._embedder = embedder
         self.settings = settings
         self._tokenizer = tokenizer
-        self._view: _View | None = None
+        self._view: SearchView | None = None
         self._lock = threading.Lock()
 
     def snapshot(self) -> IndexSnapshot:
@@ -209,7 +150,7 @@ class Retriever:
 
     def _verdict(
         self,
-        view: _View,
+        view: SearchView,
         question: str,
         kept: Sequence[int],
         scores: _Scores,
@@ -237,7 +178,7 @@ class Retriever:
             min_score=self.settings.min_score,
         )
 
-    def _current_view(self) -> _View:
+    def _current_view(self) -> SearchView:
         snapshot = self._source()
         view = self._view
         if view is not None and view.snapshot.generation == snapshot.generation:
@@ -247,7 +188,7 @@ class Retriever:
             if view is None or view.snapshot.generation != snapshot.generation:
                 _check_dimension(snapshot, self._embedder)
                 t0 = time.perf_counter()
-                view = _View.build(snapshot)
+                view = SearchView.build(snapshot)
                 logger.info(
                     "search index for generation %s built: %d chunks in %.0f ms",
                     snapshot.generation,
@@ -257,7 +198,9 @@ class Retriever:
                 self._view = view
             return view
 
-    def _score(self, view: _View, question: str, mask: npt.NDArray[np.bool_] | None) -> _Scores:
+    def _score(
+        self, view: SearchView, question: str, mask: npt.NDArray[np.bool_] | None
+    ) -> _Scores:
         out = _Scores()
         mode = self.settings.mode
         if mode != "lexical":
@@ -265,7 +208,7 @@ class Retriever:
             query = np.asarray(self._embedder.embed([question])[0], dtype=np.float32)
             out.timings["embed"] = time.perf_counter() - t0
             t0 = time.perf_counter()
-            out.dense = _dense_scores(view.snapshot.vectors, query, mask)
+            out.dense = dense_scores(view.snapshot.vectors, query, mask)
             out.dense_top = top_rows(out.dense, CANDIDATES)
             out.timings["dense"] = time.perf_counter() - t0
         if mode != "dense":
@@ -278,7 +221,7 @@ class Retriever:
             out.timings["lexical"] = time.perf_counter() - t0
         return out
 
-    def _hits(self, view: _View, rows: Sequence[int], scores: _Scores) -> list[Hit]:
+    def _hits(self, view: SearchView, rows: Sequence[int], scores: _Scores) -> list[Hit]:
         hits: list[Hit] = []
         seen_sections: set[SectionKey] = set()
         budget = self.settings.section_tokens
@@ -309,29 +252,6 @@ class Retriever:
                 )
             )
         return hits
-
-
-def _dense_scores(
-    vectors: npt.NDArray[np.float32],
-    query: npt.NDArray[np.float32],
-    mask: npt.NDArray[np.bool_] | None,
-) -> npt.NDArray[np.float32]:
-    """Return cosine per row (vectors are normalised); ineligible rows get ``-inf``.
-
-    einsum rather than ``@``: a matrix-vector product through multithreaded
-    OpenBLAS was up to 20x slower on a busy two-core machine (thread spinning),
-    while einsum's single-threaded loop is steady and as fast when idle.
-    """
-    if mask is None:
-        full: npt.NDArray[np.float32] = np.einsum("ij,j->i", vectors, query)
-        return full
-    out = np.full(vectors.shape[0], -np.inf, dtype=np.float32)
-    rows = np.flatnonzero(mask)
-    if rows.size * 2 > mask.size:
-        out[mask] = np.einsum("ij,j->i", vectors, query)[mask]
-    elif rows.size:
-        out[rows] = np.einsum("ij,j->i", vectors[rows], query)
-    return out
 
 
 def _check_dimension(snapshot: IndexSnapshot, embedder: Embedder) -> None:
