@@ -40,22 +40,17 @@ from typing import TYPE_CHECKING
 from assistant.config import ChunkingSettings
 from assistant.packing import Piece, pack
 from assistant.splitting import trim
-from assistant.types import Chunk, Document, Section
+from assistant.types import Chunk, Document, Section, chunk_id
 from assistant.units import Context, Group, Measured
 
 if TYPE_CHECKING:  # tiktoken is only needed by whoever builds the tokenizer
     from assistant.tokens import Tokenizer
 
-__all__ = ["chunk_document", "chunk_id"]
+__all__ = ["chunk_document"]
 
 logger = logging.getLogger(__name__)
 
 _NEWLINE = re.compile(r"\n")
-
-
-def chunk_id(source: str, ordinal: int) -> str:
-    """Return the stable ID of the ``ordinal``-th chunk of ``source``."""
-    return f"{source}#{ordinal}"
 
 
 def chunk_document(

@@ -25,11 +25,11 @@ from assistant.config import Settings
 from assistant.documents import check_file, discover, load_document
 from assistant.errors import DocumentError
 from assistant.locking import writer_lock
-from assistant.plan import Candidate, IngestPlan, chunk_id, doc_key, make_plan
+from assistant.plan import Candidate, IngestPlan, doc_key, make_plan
 from assistant.protocols import Embedder
 from assistant.store import ChromaIndex
 from assistant.tokens import Tokenizer, get_tokenizer
-from assistant.types import Chunk, Document, Problem
+from assistant.types import Chunk, Document, Problem, chunk_id
 
 __all__ = ["PIPELINE_VERSION", "IngestReport", "Progress", "ingest"]
 
@@ -136,7 +136,9 @@ def _execute(
         if dry_run or run.problems:
             return _report(run, plan, dry_run=True, planned_chunks=planned)
         run.oversize = 0
-    if not run.index.exists():
+    if plan.to_process or plan.removed:
+        run.index.begin_write()
+    elif not run.index.exists():
         run.index.open(create=True)
     stored_ids = {source: doc.chunk_ids for source, doc in stored.items()}
     _write_all(run, _parse_each(run, plan.to_process), stored_ids=stored_ids)

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from assistant.store import StoredDocument
-from assistant.types import Problem
+from assistant.types import Problem, chunk_id
 
-__all__ = ["Candidate", "IngestPlan", "chunk_id", "doc_key", "make_plan"]
+__all__ = ["Candidate", "IngestPlan", "doc_key", "make_plan"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,11 +44,6 @@ class IngestPlan:
     def to_process(self) -> tuple[Candidate, ...]:
         """Return the documents that must be parsed, chunked and embedded."""
         return self.added + self.changed
-
-
-def chunk_id(source: str, ordinal: int) -> str:
-    """Return the deterministic ID of a document's ``ordinal``-th chunk."""
-    return f"{source}#{ordinal}"
 
 
 def doc_key(path: Path, *, signature: str) -> str:

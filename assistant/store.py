@@ -10,6 +10,11 @@ With a Chroma server (``StoreSettings.host``) the same collection lives on the
 server and the generation is kept in the collection's metadata as well; the
 lock file stays in the local index directory.
 
+The collection's metadata also says whether the last writer finished
+(``state``: ``writing`` from `ChromaIndex.begin_write` until `ChromaIndex.commit`
+sets ``clean``); only a cleanly committed index lets the planner trust one row
+per document.
+
 Chroma's embedded client caches an opened collection per process and does not
 see another process's later writes (reads can even fail outright). Readers
 therefore keep an in-memory `IndexSnapshot` (`assistant.reader`) and, when the
@@ -37,7 +42,7 @@ from chromadb.errors import ChromaError, NotFoundError
 from assistant.chunk_codec import ChunkRecord, MetadataValue, decode_chunk, decode_doc_meta
 from assistant.config import StoreSettings
 from assistant.errors import IndexMismatchError, IndexNotFoundError, StoreError
-from assistant.types import Chunk, DocMeta, IndexSnapshot
+from assistant.types import Chunk, DocMeta, IndexSnapshot, chunk_id
 
 __all__ = ["ChromaIndex", "StoredDocument", "forget_cached_clients", "generation_path"]
 
@@ -45,6 +50,9 @@ logger = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
 _READ_PAGE = 5000
+# The collection's "state": "writing" from `begin_write` until `commit` says "clean".
+_CLEAN = "clean"
+_WRITING = "writing"
 _LOW_DISK_BYTES = 16 * 1024 * 1024
 _client_lock = threading.RLock()
 # Building an HttpClient costs ~75 ms (it checks the tenant and database); a
@@ -173,7 +181,7 @@ class ChromaIndex:
                     name,
                     embedding_function=None,
                     configuration={"hnsw": {"space": "cosine"}},
-                    metadata=self._identity_metadata(generation="0"),
+                    metadata=self._identity_metadata(generation="0", state=_CLEAN),
                 )
             except _FAILURES as exc:
                 raise StoreError(f"cannot open {_where(self.settings)}: {exc}") from exc
@@ -181,13 +189,23 @@ class ChromaIndex:
         self._collection = collection
         return collection
 
-    def _identity_metadata(self, *, generation: str) -> dict[str, MetadataValue]:
+    def _identity_metadata(self, *, generation: str, state: str) -> dict[str, MetadataValue]:
         return {
             "embedder": self.embedder_identity,
             "dimension": self.dimension,
             "schema": SCHEMA_VERSION,
             "generation": generation,
+            "state": state,
         }
+
+    def _set_metadata(self, *, generation: str, state: str) -> None:
+        collection = self._open(create=True)
+        try:
+            collection.modify(metadata=self._identity_metadata(generation=generation, state=state))
+        except _FAILURES as exc:
+            raise StoreError(
+                f"updating {_where(self.settings)} failed: {exc}{_disk_hint(self.settings)}"
+            ) from exc
 
     def _check_identity(self, metadata: dict[str, Any]) -> None:
         stored = str(metadata.get("embedder", ""))
@@ -217,15 +235,40 @@ class ChromaIndex:
         logger.info("dropped the index at %s", _where(self.settings))
 
     def stored_documents(self) -> dict[str, StoredDocument]:
-        """Return what the index holds, per source."""
+        """Return what the index holds, per source.
+
+        When the last writer committed (`begin_write` ... `commit`), every
+        document is exactly what a clean ingest leaves, so its first chunk's
+        row says everything and only those rows are read (0.06 s instead of
+        6.3 s at 35,842 chunks). Otherwise, after a run that died mid-write,
+        every row is read so the plan sees the damage and repairs it.
+        """
+        collection = self._open(create=False)
+        if (collection.metadata or {}).get("state") != _CLEAN:
+            logger.info("the last ingest did not finish: checking every stored chunk")
+            return self._documents_from_every_row()
+        stored = {}
+        for _, _, metadata in self._pages(include=["metadatas"], where={"ordinal": 0}):
+            source = str(metadata["source"])
+            count = int(metadata["chunk_count"])
+            stored[source] = StoredDocument(
+                source,
+                str(metadata.get("root", "")),
+                frozenset({str(metadata["doc_key"])}),
+                frozenset(chunk_id(source, i) for i in range(count)),
+                count,
+            )
+        return stored
+
+    def _documents_from_every_row(self) -> dict[str, StoredDocument]:
         keys: dict[str, set[str]] = {}
         ids: dict[str, set[str]] = {}
         roots: dict[str, str] = {}
         counts: dict[str, int] = {}
-        for chunk_id, _, metadata in self._pages(include=["metadatas"]):
+        for row_id, _, metadata in self._pages(include=["metadatas"]):
             source = str(metadata["source"])
             keys.setdefault(source, set()).add(str(metadata["doc_key"]))
-            ids.setdefault(source, set()).add(chunk_id)
+            ids.setdefault(source, set()).add(row_id)
             roots[source] = str(metadata.get("root", ""))
             counts[source] = int(metadata["chunk_count"])
         return {
@@ -275,16 +318,16 @@ class ChromaIndex:
                     f"{_disk_hint(self.settings)}"
                 ) from exc
 
-    def commit(self) -> str:
-        """Publish a new generation so running readers reload; return it."""
-        generation = f"{time.time_ns():x}-{os.getpid():x}"
+    def begin_write(self) -> None:
+        """Mark the index as being written until `commit`, so a run that dies is noticed."""
         collection = self._open(create=True)
-        try:
-            collection.modify(metadata=self._identity_metadata(generation=generation))
-        except _FAILURES as exc:
-            raise StoreError(
-                f"updating {_where(self.settings)} failed: {exc}{_disk_hint(self.settings)}"
-            ) from exc
+        generation = str((collection.metadata or {}).get("generation", "0"))
+        self._set_metadata(generation=generation, state=_WRITING)
+
+    def commit(self) -> str:
+        """Publish a new generation so running readers reload, mark it clean; return it."""
+        generation = f"{time.time_ns():x}-{os.getpid():x}"
+        self._set_metadata(generation=generation, state=_CLEAN)
         if not self.settings.is_remote:
             _write_atomically(generation_path(self.settings), generation)
         return generation
@@ -315,10 +358,10 @@ class ChromaIndex:
         vectors: list[Any] = []
         docs: dict[str, DocMeta] = {}
         roots: dict[str, str] = {}
-        for chunk_id, (text, vector), metadata in self._pages(
+        for row_id, (text, vector), metadata in self._pages(
             include=["documents", "metadatas", "embeddings"]
         ):
-            chunk = decode_chunk(chunk_id, text, metadata)
+            chunk = decode_chunk(row_id, text, metadata)
             chunks.append(chunk)
             vectors.append(vector)
             if chunk.source not in docs:
@@ -334,23 +377,25 @@ class ChromaIndex:
             roots=roots,
         )
 
-    def _pages(self, *, include: list[str]) -> Iterator[tuple[str, Any, dict[str, MetadataValue]]]:
+    def _pages(
+        self, *, include: list[str], where: dict[str, MetadataValue] | None = None
+    ) -> Iterator[tuple[str, Any, dict[str, MetadataValue]]]:
         collection = self._open(create=False)
         offset = 0
         while True:
             try:
-                page = collection.get(include=include, limit=_READ_PAGE, offset=offset)
+                page = collection.get(include=include, where=where, limit=_READ_PAGE, offset=offset)
             except _FAILURES as exc:
                 raise StoreError(
                     f"reading {_where(self.settings)} failed: {exc}{_disk_hint(self.settings)}"
                 ) from exc
             ids = page["ids"]
-            for i, chunk_id in enumerate(ids):
+            for i, row_id in enumerate(ids):
                 metadata = page["metadatas"][i] if page.get("metadatas") is not None else {}
                 payload: Any = None
                 if "embeddings" in include:
                     payload = (page["documents"][i], page["embeddings"][i])
-                yield chunk_id, payload, metadata
+                yield row_id, payload, metadata
             if len(ids) < _READ_PAGE:
                 return
             offset += _READ_PAGE

@@ -31,6 +31,7 @@ __all__ = [
     "SearchResult",
     "Section",
     "Turn",
+    "chunk_id",
 ]
 
 BlockKind = Literal["paragraph", "list_item", "table", "code", "heading", "faq", "other"]
@@ -127,6 +128,11 @@ class Problem:
 
     source: str
     reason: str
+
+
+def chunk_id(source: str, ordinal: int) -> str:
+    """Return the stable ID of the ``ordinal``-th chunk of ``source``."""
+    return f"{source}#{ordinal}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,10 +12,9 @@ from collections.abc import Sequence
 
 from hypothesis import strategies as st
 
-from assistant.chunking import chunk_id
 from assistant.config import ChunkingSettings
 from assistant.tokens import Tokenizer
-from assistant.types import Chunk, Document, compose_chunk_text
+from assistant.types import Chunk, Document, chunk_id, compose_chunk_text
 
 
 @st.composite

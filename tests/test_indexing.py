@@ -111,6 +111,31 @@ def test_edited_document_is_replaced_without_stale_chunks(tmp_path: Path) -> Non
     assert report.chunks_deleted >= 1
 
 
+def test_quick_read_of_a_cleanly_committed_index_equals_a_row_by_row_check(
+    tmp_path: Path,
+) -> None:
+    """After a commit, re-ingest reads one row per document; it must see what every row says."""
+    docs = write_corpus(tmp_path / "docs")
+    settings = settings_for(tmp_path / "index")
+    embedder = FakeEmbedder()
+    ingest([docs], settings=settings, embedder=embedder)
+    (docs / "loans.md").write_text("# Loan Policy\n\nAll loans now cost 9% per annum.\n")
+    ingest([docs], settings=settings, embedder=embedder)
+
+    def open_index() -> ChromaIndex:
+        return ChromaIndex(
+            settings.store, embedder_identity=embedder.identity, dimension=embedder.dimension
+        )
+
+    quick = open_index().stored_documents()
+    open_index().begin_write()  # what a run that dies before its commit leaves
+    row_by_row = open_index().stored_documents()
+
+    assert quick == row_by_row
+    assert quick["loans.md"].chunk_count == 1
+    assert quick["hr/leave.md"].root == str(docs.resolve())
+
+
 def test_deleted_file_is_removed_but_other_roots_are_kept(tmp_path: Path) -> None:
     docs = write_corpus(tmp_path / "docs")
     other = tmp_path / "other"
