@@ -1,9 +1,10 @@
 """Ingest: from folders of policy documents to an up-to-date index.
 
 One run: discover files, plan (new / changed / unchanged / removed), parse and
-chunk what changed, embed in length-sorted batches, write each document's
-chunks (upsert, then delete its stale IDs), remove what disappeared, and
-publish a new generation so running readers reload. A document is only written
+chunk what changed, embed in length-sorted batches, mark the index as being
+written, write each document's chunks (upsert, then delete its stale IDs),
+remove what disappeared, and publish a new generation (marked clean) so
+running readers reload. A document is only written
 once all of its chunks are embedded, and a failed file leaves its stored
 chunks as they were.
 """
