@@ -36,7 +36,8 @@ __all__ = ["PIPELINE_VERSION", "IngestReport", "Progress", "ingest"]
 
 logger = logging.getLogger(__name__)
 
-# Bump when chunking changes shape, so every document is re-chunked once.
+# Bump when chunking changes shape, so every document is re-chunked once;
+# tests/test_pipeline_version.py fails when the sample chunks change without a bump.
 PIPELINE_VERSION = "1"
 _EMBED_GROUP = 512
 
