@@ -26,7 +26,7 @@ from assistant.config import Settings
 from assistant.documents import check_file, discover, load_document
 from assistant.errors import DocumentError
 from assistant.locking import writer_lock
-from assistant.plan import Candidate, IngestPlan, doc_key, make_plan
+from assistant.plan import Candidate, IngestPlan, doc_key, is_whole, make_plan
 from assistant.protocols import Embedder
 from assistant.store import ChromaIndex
 from assistant.tokens import Tokenizer, get_tokenizer
@@ -142,6 +142,9 @@ def _execute(
         run.index.begin_write()
     elif not run.index.exists():
         run.index.open(create=True)
+    elif all(is_whole(doc) for doc in stored.values()):
+        # Nothing to write and nothing half-written: let the next run read one row per document.
+        run.index.mark_clean()
     stored_ids = {source: doc.chunk_ids for source, doc in stored.items()}
     _write_all(run, _parse_each(run, plan.to_process), stored_ids=stored_ids)
     _remove(run, plan)

@@ -17,7 +17,7 @@ from pathlib import Path
 from assistant.store import StoredDocument
 from assistant.types import Problem, chunk_id
 
-__all__ = ["Candidate", "IngestPlan", "doc_key", "make_plan"]
+__all__ = ["Candidate", "IngestPlan", "doc_key", "is_whole", "make_plan"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +65,11 @@ def is_intact(stored: StoredDocument, key: str) -> bool:
     """Return whether ``stored`` is exactly what a clean ingest with ``key`` leaves."""
     expected = {chunk_id(stored.source, i) for i in range(stored.chunk_count)}
     return stored.doc_keys == {key} and stored.chunk_ids == expected
+
+
+def is_whole(stored: StoredDocument) -> bool:
+    """Return whether ``stored`` is what a clean ingest leaves, whatever its key."""
+    return len(stored.doc_keys) == 1 and is_intact(stored, next(iter(stored.doc_keys)))
 
 
 def make_plan(

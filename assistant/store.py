@@ -324,6 +324,13 @@ class ChromaIndex:
         generation = str((collection.metadata or {}).get("generation", "0"))
         self._set_metadata(generation=generation, state=_WRITING)
 
+    def mark_clean(self) -> None:
+        """Record that the index is exactly what clean ingests leave (the caller checked)."""
+        collection = self._open(create=True)
+        metadata = collection.metadata or {}
+        if metadata.get("state") != _CLEAN:
+            self._set_metadata(generation=str(metadata.get("generation", "0")), state=_CLEAN)
+
     def commit(self) -> str:
         """Publish a new generation so running readers reload, mark it clean; return it."""
         generation = f"{time.time_ns():x}-{os.getpid():x}"

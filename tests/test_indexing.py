@@ -136,6 +136,31 @@ def test_quick_read_of_a_cleanly_committed_index_equals_a_row_by_row_check(
     assert quick["hr/leave.md"].root == str(docs.resolve())
 
 
+def test_an_unfinished_mark_with_nothing_to_repair_is_cleared_by_the_next_run(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An index without the clean mark (older version, or a run killed before writing)
+    is checked row by row once; when nothing needs repair the next run is quick again."""
+    docs = write_corpus(tmp_path / "docs")
+    settings = settings_for(tmp_path / "index")
+    embedder = FakeEmbedder()
+    ingest([docs], settings=settings, embedder=embedder)
+    ChromaIndex(
+        settings.store, embedder_identity=embedder.identity, dimension=embedder.dimension
+    ).begin_write()
+    slow_check = "checking every stored chunk"
+
+    with caplog.at_level("INFO", logger="assistant.store"):
+        first = ingest([docs], settings=settings, embedder=embedder)
+        assert slow_check in caplog.text
+        caplog.clear()
+        second = ingest([docs], settings=settings, embedder=embedder)
+        assert slow_check not in caplog.text
+
+    assert first.chunks_written == second.chunks_written == 0
+    assert sorted(second.unchanged) == ["hr/leave.md", "loans.md"]
+
+
 def test_deleted_file_is_removed_but_other_roots_are_kept(tmp_path: Path) -> None:
     docs = write_corpus(tmp_path / "docs")
     other = tmp_path / "other"
