@@ -23,8 +23,10 @@ from typing import Any
 
 import gradio as gr
 from fastapi import Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.routing import APIRoute
+from starlette.middleware import Middleware
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from assistant.config import Settings
 from assistant.errors import AssistantError, IndexNotFoundError
@@ -278,6 +280,31 @@ def _authorised(request: Request) -> bool:
     return token is not None and token in getattr(app, "tokens", {})
 
 
+class _LoginGuard:
+    """Refuses anonymous calls to the job routes Gradio leaves open when login is on.
+
+    ``/gradio_api/cancel`` and ``/reset`` take a session hash and an event id and
+    check no login (finding F1 in docs/hardening.md); everything else Gradio
+    serves checks its own login cookie.
+    """
+
+    _GUARDED = ("/gradio_api/cancel", "/gradio_api/reset")
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            scope["type"] == "http"
+            and str(scope["path"]).rstrip("/").endswith(self._GUARDED)
+            and not _authorised(Request(scope))
+        ):
+            response = JSONResponse({"detail": "Not authenticated"}, status_code=401)
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
 def _doc_route(viewer: DocumentViewer) -> APIRoute:
     def show_document(path: str, request: Request) -> HTMLResponse:
         if not _authorised(request):
@@ -335,6 +362,6 @@ def launch(
         show_error=False,
         footer_links=["api"],
         theme=theme(),
-        app_kwargs={"routes": [_doc_route(viewer)]},
+        app_kwargs={"routes": [_doc_route(viewer)], "middleware": [Middleware(_LoginGuard)]},
     )
     return str(local_url)

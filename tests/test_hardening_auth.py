@@ -51,11 +51,6 @@ PUBLIC = {
     "/gradio_api/app_id": "a random per-launch number the client checks",
     "/gradio_api/app_id/": "a random per-launch number the client checks",
     "/gradio_api/startup-events": "whether startup events ran: a boolean",
-    # Gradio leaves these open: they act only on a job whose random event id the
-    # caller must already know, and return no data. Finding F1 in docs/hardening.md.
-    "/gradio_api/cancel": "cancels a job by its unguessable event id; returns nothing",
-    "/gradio_api/reset": "drops a finished job's state by event id; returns nothing",
-    "/gradio_api/reset/": "drops a finished job's state by event id; returns nothing",
     "/gradio_api/runs": "the front-end page shell (checked below: no app config)",
     "/gradio_api/runs/": "the front-end page shell (checked below: no app config)",
     "/gradio_api/heartbeat/{session_hash}": "keep-alive stream for a session id; sends no data",
@@ -191,6 +186,9 @@ def test_logged_in_session_can_use_the_ui_the_api_and_the_viewer(served: Served)
 
     for path in ("/config", "/gradio_api/info", "/doc/loan-policy.md"):
         status, _ = anonymous(served.url, path, "GET", cookie=cookie)
+        assert status == 200, path
+    for path in ("/gradio_api/cancel", "/gradio_api/reset"):  # the Stop button's calls
+        status, _ = anonymous(served.url, path, "POST", cookie=cookie)
         assert status == 200, path
     status, page = anonymous(served.url, "/", "GET", cookie=cookie)
     assert '"api_name"' in page  # the app itself, not the login page
