@@ -8,10 +8,12 @@ on data/eval/questions.jsonl (75 questions, MiniLM): recall@1 0.81 and MRR@10
 fusion (k=60), which let BM25 override good dense matches on paraphrases. RRF
 stays available as `reciprocal_rank_fusion`.
 
-The relevance ``score`` shown to users and compared with ``min_score`` is an
-absolute number in [0, 1]: the larger of the cosine similarity clipped to
-[0, 1] and ``bm25 / (bm25 + LEXICAL_HALF)``, each counted only when that
-retriever ran.
+The ``score`` shown with each hit (and compared with ``min_score``) follows the
+ranking, so a list never shows a lower-ranked hit with a higher score: the
+fused value clipped to [0, 1] (the cosine plus at most ``LEXICAL_WEIGHT`` for
+the query's best BM25 match), times ``SUPERSEDED_PENALTY`` for a superseded
+document. In lexical mode it is ``bm25 / (bm25 + LEXICAL_HALF)``, which orders
+rows like the ranking's ``bm25 / max`` without giving every query's best row 1.0.
 """
 
 from __future__ import annotations
@@ -109,19 +111,22 @@ def fuse_scores(
     return sorted(fused, key=lambda item: -item[1])
 
 
-def relevance(*, dense: float | None, lexical: float | None) -> float:
-    """Return the absolute relevance in [0, 1] used for the ``min_score`` floor.
-
-    The larger of the clipped cosine and the saturated BM25 score, so a strong
-    exact-term match (a fee code the embedding cannot see) also counts as evidence.
+def relevance(
+    *, fused: float, dense: float | None, lexical: float | None, superseded: bool = False
+) -> float:
+    """Return a hit's score in [0, 1], in the ranking's order (see the module docstring).
 
     Args:
+        fused: The row's value from `fuse_scores`.
         dense: The cosine similarity, or None when the dense retriever did not run.
         lexical: The BM25 score, or None when the lexical retriever did not run.
+        superseded: Whether a newer version of the row's document exists.
     """
-    cosine = 0.0 if dense is None else min(1.0, max(0.0, dense))
-    bm25 = 0.0 if lexical is None or lexical <= 0 else lexical / (lexical + LEXICAL_HALF)
-    return float(max(cosine, bm25))
+    if dense is None:
+        value = 0.0 if lexical is None or lexical <= 0 else lexical / (lexical + LEXICAL_HALF)
+    else:
+        value = min(1.0, max(0.0, fused))
+    return value * (SUPERSEDED_PENALTY if superseded else 1.0)
 
 
 def superseded_by(docs: Mapping[str, DocMeta]) -> dict[str, frozenset[str]]:

@@ -48,6 +48,7 @@ class _Scores:
     lexical: npt.NDArray[np.float32] | None = None
     dense_top: list[int] = field(default_factory=list)
     lexical_top: list[int] = field(default_factory=list)
+    fused: dict[int, float] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
 
 
@@ -113,6 +114,7 @@ class Retriever:
         t0 = time.perf_counter()
         candidates = list(dict.fromkeys([*scores.dense_top, *scores.lexical_top]))
         fused = fuse_scores(candidates, dense=scores.dense, lexical=scores.lexical)
+        scores.fused = dict(fused)
         order = demote_superseded(
             fused, source_of=lambda r: chunks[r].source, replaced_by=view.replaced_by
         )
@@ -241,7 +243,12 @@ class Retriever:
                 Hit(
                     chunk=chunk,
                     rank=rank,
-                    score=relevance(dense=dense, lexical=lexical),
+                    score=relevance(
+                        fused=scores.fused.get(row, 0.0),
+                        dense=dense,
+                        lexical=lexical,
+                        superseded=chunk.source in view.replaced_by,
+                    ),
                     title=meta.title if meta else chunk.source,
                     effective_date=meta.effective_date if meta else "",
                     dense_score=dense or 0.0,

@@ -177,7 +177,9 @@ class Chunk:
 class Hit:
     """A chunk found by search, with where it came from and how well it matched.
 
-    ``score`` is the fused relevance in [0, 1] (higher is better); ``dense_score``
+    ``score`` is in [0, 1] and follows the ranking (higher is better; only a
+    superseded version, always ranked below its replacement, can show a higher
+    score than a hit above it; see `assistant.fusion`); ``dense_score``
     is the cosine similarity and ``lexical_score`` the BM25 score (0 when that
     retriever did not return the chunk). ``section_text`` is the enclosing
     section expanded under the context budget (small to big).

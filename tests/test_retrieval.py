@@ -203,6 +203,17 @@ def test_off_topic_question_is_no_good_match_but_still_lists_closest(
     assert not on.no_good_match
 
 
+@pytest.mark.parametrize("mode", ["hybrid", "dense", "lexical"])
+def test_shown_scores_never_rise_down_the_list(
+    snapshot: IndexSnapshot, embedder: FakeEmbedder, mode: str
+) -> None:
+    retriever = make_retriever(snapshot, embedder, mode=mode)
+    for query in (CODE_QUERY, PARAPHRASE_QUERY, "insurance card charge", "parking permit"):
+        scores = [h.score for h in retriever.search(query, k=10).hits if not h.superseded]
+        assert scores == sorted(scores, reverse=True), (mode, query, scores)
+        assert all(0 <= s <= 1 for s in scores)
+
+
 def test_exact_code_match_counts_as_evidence_in_hybrid(
     snapshot: IndexSnapshot, embedder: FakeEmbedder
 ) -> None:

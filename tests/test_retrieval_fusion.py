@@ -26,20 +26,25 @@ def test_top_rows_orders_by_score_and_drops_excluded_rows() -> None:
 
 
 @pytest.mark.parametrize(
-    ("dense", "lexical", "expected"),
+    ("fused", "dense", "lexical", "expected"),
     [
-        (0.7, None, 0.7),
-        (-0.2, None, 0.0),
-        (None, 8.0, 0.5),
-        (0.1, 8.0, 0.5),
-        (0.9, 8.0, 0.9),
-        (None, 0.0, 0.0),
+        (0.7, 0.7, None, 0.7),
+        (-0.2, -0.2, None, 0.0),
+        (1.08, 0.98, 20.0, 1.0),
+        (0.6, 0.5, 8.0, 0.6),
+        (1.0, None, 8.0, 0.5),  # lexical mode: saturated BM25, not bm25 / max
+        (0.0, None, 0.0, 0.0),
     ],
 )
 def test_relevance_is_in_unit_interval(
-    dense: float | None, lexical: float | None, expected: float
+    fused: float, dense: float | None, lexical: float | None, expected: float
 ) -> None:
-    assert relevance(dense=dense, lexical=lexical) == pytest.approx(expected)
+    assert relevance(fused=fused, dense=dense, lexical=lexical) == pytest.approx(expected)
+
+
+def test_relevance_penalises_a_superseded_version() -> None:
+    current = relevance(fused=0.8, dense=0.75, lexical=3.0)
+    assert relevance(fused=0.8, dense=0.75, lexical=3.0, superseded=True) < current
 
 
 def test_superseded_by_title_dates_and_explicit_field() -> None:
