@@ -33,10 +33,7 @@ logger = logging.getLogger(__name__)
 
 MAX_TURNS = 20
 MAX_TURN_CHARS = 4000
-NO_MATCH_INTRO = (
-    "The policy documents do not appear to cover this question, so I will not guess. "
-    "The closest sections I found are:"
-)
+NO_MATCH_OPENING = "The policy documents do not appear to cover this question"
 _DELTA = re.compile(r"\S+\s*|\s+")
 NO_MATCH_OUTRO = "Try rephrasing, or ask the policy owner directly."
 
@@ -218,7 +215,7 @@ class Assistant:
         )
         if result.no_good_match or not result.hits:
             prompt = None
-            produce = _fixed_text(no_match_message(result.hits))
+            produce = _fixed_text(no_match_message(result.hits, reason=result.no_match_reason))
             mode = "no good match"
         else:
             prompt = build_prompt(
@@ -271,12 +268,19 @@ def clean_history(history: Sequence[Turn]) -> tuple[Turn, ...]:
     return tuple(turns[-MAX_TURNS:])
 
 
-def no_match_message(hits: Sequence[Hit]) -> str:
-    """Return the fixed answer given when retrieval finds nothing good enough."""
+def no_match_message(hits: Sequence[Hit], *, reason: str = "") -> str:
+    """Return the fixed answer given when retrieval finds nothing good enough.
+
+    Args:
+        hits: The closest sections, listed so the user can look for themselves.
+        reason: Why, in plain words (`SearchResult.no_match_reason`), or "".
+    """
+    why = f" ({reason})" if reason else ""
     if not hits:
-        return "The policy documents do not appear to cover this question. " + NO_MATCH_OUTRO
+        return f"{NO_MATCH_OPENING}{why}. {NO_MATCH_OUTRO}"
+    intro = f"{NO_MATCH_OPENING}{why}, so I will not guess. The closest sections I found are:"
     lines = [f"- {hit.title}: {hit.chunk.breadcrumb}" for hit in hits[:5]]
-    return "\n".join([NO_MATCH_INTRO, "", *lines, "", NO_MATCH_OUTRO])
+    return "\n".join([intro, "", *lines, "", NO_MATCH_OUTRO])
 
 
 def _fixed_text(text: str) -> Callable[[], Iterator[str]]:

@@ -27,14 +27,23 @@ questions. See docs/retrieval-eval.md.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from assistant.lexical import tokenize
 
-__all__ = ["COVERAGE_HITS", "NoMatchVerdict", "content_terms", "judge", "term_coverage"]
+__all__ = [
+    "COVERAGE_HITS",
+    "NoMatchVerdict",
+    "content_terms",
+    "judge",
+    "question_words",
+    "term_coverage",
+]
 
 COVERAGE_HITS = 5
+_WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*")
 
 # Question and filler words that bm25s's stopword list keeps; they carry no topic.
 _FILLER = frozenset(
@@ -61,6 +70,7 @@ class NoMatchVerdict:
     top_cosine: float | None
     best_score: float
     missing: tuple[str, ...]
+    has_hits: bool = True
 
     def explain(self, *, min_coverage: float, min_cosine: float, min_score: float) -> str:
         """Return one trace line, e.g. ``coverage 0.24 (missing dog), top cosine 0.20 → ...``."""
@@ -72,6 +82,36 @@ class NoMatchVerdict:
             f"{self.best_score:.3f} → {outcome} (flag when coverage < {min_coverage:.2f} "
             f"and cosine < {min_cosine:.2f}, or score < {min_score:.3f})"
         )
+
+    def reason(self, *, question: str, min_score: float) -> str:
+        """Say why there is no good match, in words a user reads ("" when there is one).
+
+        Args:
+            question: The question searched, to name its missing words as typed.
+            min_score: The relevance floor in force.
+        """
+        if not self.no_good_match:
+            return ""
+        if not self.has_hits:
+            return "nothing in the index matched"
+        if self.best_score < min_score:
+            return f"the best match scores {self.best_score:.2f}, under the floor {min_score:.2f}"
+        words = question_words(question, self.missing)[:3]
+        if not words:
+            return "the closest sections cover too little of the question"
+        quoted = [f"“{w}”" for w in words]
+        listed = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+        meaning = "" if self.top_cosine is None else ", and none is close in meaning"
+        return f"none of the closest sections mentions {listed}{meaning}"
+
+
+def question_words(question: str, stems: Sequence[str]) -> tuple[str, ...]:
+    """Return the word of ``question`` behind each of ``stems``, as typed, in ``stems`` order."""
+    by_stem: dict[str, str] = {}
+    for word in _WORD.findall(question):
+        for stem in tokenize(word):
+            by_stem.setdefault(stem, word)
+    return tuple(dict.fromkeys(by_stem[s] for s in stems if s in by_stem))
 
 
 def content_terms(question: str) -> list[str]:
@@ -130,6 +170,7 @@ def judge(
         top_cosine=top_cosine,
         best_score=best_score,
         missing=missing,
+        has_hits=has_hits,
     )
 
 

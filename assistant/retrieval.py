@@ -148,6 +148,7 @@ class Retriever:
             hits=tuple(hits),
             no_good_match=verdict.no_good_match,
             trace=tuple(trace),
+            no_match_reason=verdict.reason(question=question, min_score=s.min_score),
         )
 
     def _verdict(

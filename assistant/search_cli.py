@@ -210,7 +210,8 @@ def format_result(result: SearchResult, *, min_score: float) -> str:
     """Return ranked hits as readable text: rank, score, source, heading path, page, snippet."""
     lines = []
     if result.no_good_match:
-        lines.append(f"No good match (relevance floor {min_score:.2f}); the closest sections:")
+        why = result.no_match_reason or f"relevance floor {min_score:.2f}"
+        lines.append(f"No good match ({why}); the closest sections:")
     if not result.hits:
         lines.append("No results.")
     for hit in result.hits:

@@ -212,7 +212,9 @@ class SearchResult:
     """What retrieval returns for one question.
 
     When ``no_good_match`` is true, ``hits`` holds the closest sections anyway so
-    a caller can show them, but they must not be presented as an answer.
+    a caller can show them, but they must not be presented as an answer, and
+    ``no_match_reason`` says why in plain words ("none of the closest sections
+    mentions “dog” and ...").
     ``trace`` lines explain the candidates, scores and what was dropped.
     """
 
@@ -220,6 +222,7 @@ class SearchResult:
     hits: tuple[Hit, ...]
     no_good_match: bool
     trace: tuple[str, ...] = field(default=())
+    no_match_reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)

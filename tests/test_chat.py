@@ -47,7 +47,10 @@ class FakeSearcher:
         self, question: str, *, k: int | None = None, filters: SearchFilters | None = None
     ) -> SearchResult:
         self.calls.append((question, k, filters))
-        return SearchResult(question, self.hits, self.no_good_match, trace=("fake: 2 hits",))
+        reason = "none of the closest sections mentions “canteen”" if self.no_good_match else ""
+        return SearchResult(
+            question, self.hits, self.no_good_match, trace=("fake: 2 hits",), no_match_reason=reason
+        )
 
 
 @pytest.fixture
@@ -106,7 +109,8 @@ def test_offline_mode_answers_with_citations() -> None:
 def test_no_good_match_makes_no_model_request(server: FakeOpenAIServer) -> None:
     run = online(server, FakeSearcher(no_good_match=True)).ask("What is the canteen menu?")
     text = "".join(run)
-    assert "do not appear to cover" in text
+    assert "do not appear to cover this question (none of the closest sections mentions" in text
+    assert "“canteen”" in text
     assert "Leave Policy: Leave Policy > Annual leave" in text
     assert server.requests == []
     assert run.answer().sources == HITS

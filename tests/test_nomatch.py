@@ -4,7 +4,7 @@ from hypothesis import strategies as st
 
 from assistant.config import RetrievalSettings, Settings
 from assistant.errors import ConfigError
-from assistant.nomatch import content_terms, judge, term_coverage
+from assistant.nomatch import content_terms, judge, question_words, term_coverage
 from assistant.types import IndexSnapshot
 from tests.retrieval_helpers import FakeEmbedder, make_retriever, make_snapshot, policy_corpus
 
@@ -38,6 +38,10 @@ def test_question_with_out_of_corpus_terms_is_flagged_and_explained(
     line = coverage_line(result.trace)
     assert line.startswith("coverage 0.00 (missing pet, welcom, headquart), top cosine 0.00")
     assert "→ no good match" in line
+    assert result.no_match_reason == (
+        "none of the closest sections mentions “pets”, “welcome” or “headquarters”, "
+        "and none is close in meaning"
+    )
 
 
 def test_paraphrase_of_covered_fact_is_not_flagged(
@@ -102,6 +106,36 @@ def test_score_floor_and_empty_hits_still_flag() -> None:
     assert verdict(best_score=0.2, has_hits=True, min_score=0.3)
     assert not verdict(best_score=0.4, has_hits=True, min_score=0.3)
     assert verdict(best_score=0.0, has_hits=False, min_score=0.0)
+
+
+@pytest.mark.parametrize(
+    ("best_score", "has_hits", "reason"),
+    [
+        (0.2, True, "the best match scores 0.20, under the floor 0.30"),
+        (0.0, False, "nothing in the index matched"),
+        (0.9, True, ""),
+    ],
+)
+def test_reason_names_the_rule_that_fired(best_score: float, has_hits: bool, reason: str) -> None:
+    verdict = judge(
+        coverage=1.0,
+        missing=(),
+        top_cosine=0.9,
+        best_score=best_score,
+        has_hits=has_hits,
+        min_coverage=0.36,
+        min_cosine=0.5,
+        min_score=0.3,
+    )
+    assert verdict.reason(question="Any question?", min_score=0.3) == reason
+
+
+def test_question_words_are_shown_as_typed_in_the_order_asked_for() -> None:
+    question = "Is there a crèche for staff children at Moody\u2019s offices?"
+    stems = content_terms(question)
+    words = question_words(question, stems)
+    assert set(words) >= {"crèche", "Moody\u2019s", "offices"}
+    assert question_words(question, stems[::-1]) == words[::-1]
 
 
 def test_content_terms_drop_question_words_and_stem() -> None:
