@@ -34,6 +34,8 @@ _MD_SPECIAL = re.compile(r"([\\`*_\[\]()#!|~])")
 # At the start of a line these begin a list item or a setext underline.
 _LINE_START_MARK = re.compile(r"^(\s*)([-+=]|\d+\.)", re.MULTILINE)
 _HEADING_MARK = re.compile(r"^\s{0,3}#{1,6}\s+", re.MULTILINE)
+# Bold around an FAQ question would otherwise show as literal "**" once escaped.
+_STRONG = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
 _SPACES = re.compile(r"\s+")
 
 
@@ -136,7 +138,7 @@ def doc_link(hit: Hit, *, base: str = "/doc/") -> str:
 
 
 def _snippet(hit: Hit, *, limit: int = SNIPPET_CHARS) -> str:
-    flat = _SPACES.sub(" ", _HEADING_MARK.sub("", hit.chunk.body)).strip()
+    flat = _SPACES.sub(" ", _STRONG.sub(r"\2", _HEADING_MARK.sub("", hit.chunk.body))).strip()
     if len(flat) > limit:
         flat = flat[:limit].rsplit(" ", 1)[0] + " …"
     return escape_markdown(flat)

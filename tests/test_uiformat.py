@@ -44,6 +44,16 @@ def test_hostile_snippet_cannot_make_links_or_images() -> None:
     assert 'href="/doc/loan-policy.md#interest"' in rendered
 
 
+def test_snippet_shows_bold_faq_questions_as_plain_text() -> None:
+    hit = make_hit(body="**Q: Can I withdraw my deposits?** No. Deposits secure loans.")
+    answer = Answer("q", "see [1]", (hit,), (Citation(1, hit),))
+
+    text = _text_of(_md.render(sources_markdown(answer)))
+
+    assert "Q: Can I withdraw my deposits? No. Deposits secure loans." in text
+    assert "*" not in text
+
+
 def test_sources_list_cited_first_and_report_invalid_numbers() -> None:
     first = make_hit(rank=1, anchor="interest")
     second = make_hit(rank=2, anchor="limits", heading=("Loan Policy", "Limits"), page=3)
