@@ -10,11 +10,16 @@ chunk that a finished ingest deleted.
 from __future__ import annotations
 
 import logging
+import os
+import shutil
+import tempfile
 import threading
 import time
+from dataclasses import replace
+from pathlib import Path
 
 from assistant.config import StoreSettings
-from assistant.errors import IndexNotFoundError
+from assistant.errors import IndexNotFoundError, StoreError
 from assistant.store import ChromaIndex, forget_cached_clients
 from assistant.types import IndexSnapshot
 
@@ -57,6 +62,8 @@ class IndexReader:
 
     def _reload(self) -> IndexSnapshot:
         forget_cached_clients()
+        if _read_only(self._settings):
+            return self._reload_from_copy()
         index = self._index()
         if not index.exists():
             raise IndexNotFoundError(f"no index at {index.location}: run `python ingest.py` first")
@@ -69,3 +76,36 @@ class IndexReader:
             (time.perf_counter() - started) * 1000,
         )
         return snapshot
+
+    def _reload_from_copy(self) -> IndexSnapshot:
+        """Load a read-only index from a temporary copy, deleted once it is in memory.
+
+        Chroma writes to its database whenever it opens it, even only to read,
+        so an index on a read-only mount (a container image, a shared volume)
+        cannot be opened where it is.
+        """
+        source = self._settings.path
+        generation = self._index().generation()
+        embedder_identity, dimension = self._identity
+        with tempfile.TemporaryDirectory(prefix="policy-index-") as tmp:
+            try:
+                shutil.copytree(source / "chroma", Path(tmp) / "chroma")
+            except OSError as exc:
+                raise StoreError(
+                    f"the index directory {source} is read-only, and copying it to {tmp} "
+                    f"to read it failed: {exc}"
+                ) from exc
+            copy = ChromaIndex(
+                replace(self._settings, path=Path(tmp)),
+                embedder_identity=embedder_identity,
+                dimension=dimension,
+            )
+            snapshot = replace(copy.load_snapshot(), generation=generation)
+            forget_cached_clients()  # Chroma's cache must not keep the deleted copy
+        logger.info("index directory %s is read-only: loaded it from a temporary copy", source)
+        return snapshot
+
+
+def _read_only(settings: StoreSettings) -> bool:
+    chroma = settings.path / "chroma"
+    return not settings.is_remote and chroma.is_dir() and not os.access(chroma, os.W_OK)
