@@ -225,7 +225,7 @@ class Assistant:
                 budget=self._settings.retrieval.context_tokens,
                 tokenizer=self._tokenizer,
             )
-            produce = self._producer(rewrite.query, prompt)
+            produce = self._producer(rewrite.query, prompt, unknown=result.unknown_words)
             mode = "extractive" if self._model is None else "model"
         return AnswerRun(
             question=question,
@@ -239,10 +239,12 @@ class Assistant:
             retrieval_ms=retrieval_ms,
         )
 
-    def _producer(self, query: str, prompt: Prompt) -> Callable[[], Iterator[str]]:
+    def _producer(
+        self, query: str, prompt: Prompt, *, unknown: tuple[str, ...]
+    ) -> Callable[[], Iterator[str]]:
         model = self._model
         if model is None:
-            return lambda: stream_extractive(query, prompt.sources)
+            return lambda: stream_extractive(query, prompt.sources, unknown_words=unknown)
         return lambda: model.stream(prompt.as_dicts())
 
 

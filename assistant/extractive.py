@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from assistant.citations import content_words
+from assistant.nomatch import quoted_list
 from assistant.types import Hit
 
 __all__ = ["EXTRACTIVE_LABEL", "NOTHING_FOUND", "Passage", "extract_passages", "stream_extractive"]
@@ -70,10 +71,25 @@ def extract_passages(
     return sorted(best, key=lambda p: (p.number, p.position))
 
 
-def stream_extractive(question: str, sources: Sequence[Hit]) -> Iterator[str]:
-    """Yield the extractive answer in small deltas, each passage followed by ``[n]``."""
+def stream_extractive(
+    question: str, sources: Sequence[Hit], *, unknown_words: Sequence[str] = ()
+) -> Iterator[str]:
+    """Yield the extractive answer in small deltas, each passage followed by ``[n]``.
+
+    Args:
+        question: The (standalone) question.
+        sources: Numbered sources; ``sources[0]`` is ``[1]``.
+        unknown_words: Question words no indexed chunk contains; named in a note,
+            since the passages cannot be about them.
+    """
     passages = extract_passages(question, sources)
     parts = [EXTRACTIVE_LABEL]
+    if unknown_words:
+        plural = "s" if len(unknown_words) > 1 else ""
+        parts.append(
+            f"Note: the policy documents never use the word{plural} "
+            f"{quoted_list(unknown_words[:3])}, so these passages may not answer the question."
+        )
     for passage in passages:
         if passage.is_table:
             parts.append(f"From [{passage.number}]:\n\n{passage.text}")

@@ -39,7 +39,9 @@ __all__ = [
     "content_terms",
     "judge",
     "question_words",
+    "quoted_list",
     "term_coverage",
+    "unknown_words",
 ]
 
 COVERAGE_HITS = 5
@@ -99,10 +101,20 @@ class NoMatchVerdict:
         words = question_words(question, self.missing)[:3]
         if not words:
             return "the closest sections cover too little of the question"
-        quoted = [f"“{w}”" for w in words]
-        listed = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
         meaning = "" if self.top_cosine is None else ", and none is close in meaning"
-        return f"none of the closest sections mentions {listed}{meaning}"
+        return f"none of the closest sections mentions {quoted_list(words)}{meaning}"
+
+
+def quoted_list(words: Sequence[str]) -> str:
+    """Return ``“a”``, ``“a” or “b”``, ``“a”, “b” or “c”``."""
+    quoted = [f"“{w}”" for w in words]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
+def unknown_words(question: str, document_frequency: Mapping[str, int]) -> tuple[str, ...]:
+    """Return the question's content words that no indexed chunk contains, as typed."""
+    stems = [t for t in content_terms(question) if document_frequency.get(t, 0) == 0]
+    return question_words(question, stems)
 
 
 def question_words(question: str, stems: Sequence[str]) -> tuple[str, ...]:

@@ -29,7 +29,14 @@ from assistant.fusion import (
     relevance,
     top_rows,
 )
-from assistant.nomatch import COVERAGE_HITS, NoMatchVerdict, content_terms, judge, term_coverage
+from assistant.nomatch import (
+    COVERAGE_HITS,
+    NoMatchVerdict,
+    content_terms,
+    judge,
+    term_coverage,
+    unknown_words,
+)
 from assistant.protocols import Embedder
 from assistant.search_view import SearchView, dense_scores
 from assistant.tokens import Tokenizer
@@ -149,6 +156,7 @@ class Retriever:
             no_good_match=verdict.no_good_match,
             trace=tuple(trace),
             no_match_reason=verdict.reason(question=question, min_score=s.min_score),
+            unknown_words=unknown_words(question, view.lexical.document_frequency),
         )
 
     def _verdict(

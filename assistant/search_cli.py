@@ -21,6 +21,7 @@ from typing import TextIO
 
 from assistant.config import Settings
 from assistant.errors import AssistantError, ConfigError
+from assistant.nomatch import quoted_list
 from assistant.protocols import Searcher
 from assistant.types import HEADING_SEPARATOR, SearchFilters, SearchResult
 
@@ -222,4 +223,6 @@ def format_result(result: SearchResult, *, min_score: float) -> str:
         lines.append(f"{hit.rank}. {hit.score:.3f}  {hit.chunk.source}{page}{flag}")
         lines.append(f"   {hit.chunk.breadcrumb}")
         lines.append(f"   {snippet}")
+    if result.unknown_words:
+        lines.append(f"No indexed document uses {quoted_list(result.unknown_words)}.")
     return "\n".join(lines)

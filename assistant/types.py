@@ -214,7 +214,8 @@ class SearchResult:
     When ``no_good_match`` is true, ``hits`` holds the closest sections anyway so
     a caller can show them, but they must not be presented as an answer, and
     ``no_match_reason`` says why in plain words ("none of the closest sections
-    mentions “dog” and ...").
+    mentions “dog” and ..."). ``unknown_words`` are the question's words that no
+    indexed chunk contains, as typed ("cryptocurrency", or a misspelling).
     ``trace`` lines explain the candidates, scores and what was dropped.
     """
 
@@ -223,6 +224,7 @@ class SearchResult:
     no_good_match: bool
     trace: tuple[str, ...] = field(default=())
     no_match_reason: str = ""
+    unknown_words: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,6 +41,7 @@ EVIL = make_hit(
 class FakeSearcher:
     hits: tuple[Hit, ...] = HITS
     no_good_match: bool = False
+    unknown_words: tuple[str, ...] = ()
     calls: list[tuple[str, int | None, SearchFilters | None]] = field(default_factory=list)
 
     def search(
@@ -49,7 +50,12 @@ class FakeSearcher:
         self.calls.append((question, k, filters))
         reason = "none of the closest sections mentions “canteen”" if self.no_good_match else ""
         return SearchResult(
-            question, self.hits, self.no_good_match, trace=("fake: 2 hits",), no_match_reason=reason
+            question,
+            self.hits,
+            self.no_good_match,
+            trace=("fake: 2 hits",),
+            no_match_reason=reason,
+            unknown_words=self.unknown_words,
         )
 
 
@@ -104,6 +110,15 @@ def test_offline_mode_answers_with_citations() -> None:
     assert 1 in [c.number for c in answer.citations]
     assert answer.unsupported_sentences == ()
     assert any(line == "mode: extractive" for line in run.trace())
+
+
+def test_offline_mode_names_question_words_the_policies_never_use() -> None:
+    searcher = FakeSearcher(unknown_words=("sabbatical",))
+    run = offline(searcher).ask("How many days of sabbatical annual leave do staff get?")
+    text = "".join(run)
+    assert "the policy documents never use the word “sabbatical”" in text
+    assert "25 days of annual leave" in text  # the passages are still quoted
+    assert run.answer().unsupported_sentences == ()
 
 
 def test_no_good_match_makes_no_model_request(server: FakeOpenAIServer) -> None:

@@ -44,6 +44,15 @@ def test_question_with_out_of_corpus_terms_is_flagged_and_explained(
     )
 
 
+def test_search_names_the_question_words_no_chunk_contains(
+    snapshot: IndexSnapshot, embedder: FakeEmbedder
+) -> None:
+    retriever = make_retriever(snapshot, embedder)
+    result = retriever.search("Is a refund of trip costs paid in Zorblax?")
+    assert result.unknown_words == ("Zorblax",)
+    assert retriever.search("Is a refund of trip costs paid?").unknown_words == ()
+
+
 def test_paraphrase_of_covered_fact_is_not_flagged(
     snapshot: IndexSnapshot, embedder: FakeEmbedder
 ) -> None:

@@ -86,6 +86,7 @@ def test_text_mode_prints_rank_score_source_heading_and_snippet() -> None:
     assert "finance/expenses.md" in out.splitlines()[0]
     assert out.splitlines()[1].strip() == "Expenses > Refund of trip costs"
     assert "A refund of trip costs" in out
+    assert out.splitlines()[-1] == "No indexed document uses “journey”."
 
 
 def test_flags_and_environment_reach_the_settings(tmp_path: Path) -> None:
@@ -112,6 +113,7 @@ def test_off_topic_question_says_no_good_match() -> None:
     code, out, _, _ = run(["search", "quantum chromodynamics", "--min-score", "0.3"])
     assert code == 0
     assert out.startswith("No good match")
+    assert "No indexed document uses “quantum” or “chromodynamics”." in out
 
 
 @pytest.mark.parametrize(
