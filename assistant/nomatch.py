@@ -119,6 +119,8 @@ def unknown_words(question: str, document_frequency: Mapping[str, int]) -> tuple
 
 def question_words(question: str, stems: Sequence[str]) -> tuple[str, ...]:
     """Return the word of ``question`` behind each of ``stems``, as typed, in ``stems`` order."""
+    if not stems:
+        return ()
     by_stem: dict[str, str] = {}
     for word in _WORD.findall(question):
         for stem in tokenize(word):
