@@ -14,8 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from assistant.store import StoredDocument
-from assistant.types import Problem, chunk_id
+from assistant.types import Problem, StoredDocument, chunk_id
 
 __all__ = ["Candidate", "IngestPlan", "doc_key", "is_whole", "make_plan"]
 

@@ -3,7 +3,8 @@
 Layout of a local index directory::
 
     INDEX/chroma/       Chroma's persistent store
-    INDEX/generation    changes on every committed ingest (readers poll it)
+    INDEX/generation    changes on every committed ingest (readers poll it; see
+                        `assistant.index_dir`)
     INDEX/ingest.lock   held by the one writer
 
 With a Chroma server (``StoreSettings.host``) the same collection lives on the
@@ -25,12 +26,9 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import chromadb
@@ -42,9 +40,10 @@ from chromadb.errors import ChromaError, NotFoundError
 from assistant.chunk_codec import ChunkRecord, MetadataValue, decode_chunk, decode_doc_meta
 from assistant.config import StoreSettings
 from assistant.errors import IndexMismatchError, IndexNotFoundError, StoreError
-from assistant.types import Chunk, DocMeta, IndexSnapshot, chunk_id
+from assistant.index_dir import describe_location, disk_hint, read_generation, write_generation
+from assistant.types import Chunk, DocMeta, IndexSnapshot, StoredDocument, chunk_id
 
-__all__ = ["ChromaIndex", "StoredDocument", "forget_cached_clients", "generation_path"]
+__all__ = ["ChromaIndex", "forget_cached_clients"]
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +52,6 @@ _READ_PAGE = 5000
 # The collection's "state": "writing" from `begin_write` until `commit` says "clean".
 _CLEAN = "clean"
 _WRITING = "writing"
-_LOW_DISK_BYTES = 16 * 1024 * 1024
 _client_lock = threading.RLock()
 # Building an HttpClient costs ~75 ms (it checks the tenant and database); a
 # reader asks for the generation on every question, so remote clients are
@@ -62,22 +60,6 @@ _remote_clients: dict[StoreSettings, Any] = {}
 # What a read or write can raise: Chroma's errors, disk errors, the client's
 # own argument checks, and httpx's when a server is down or drops the connection.
 _FAILURES = (ChromaError, OSError, ValueError, httpx.HTTPError)
-
-
-@dataclass(frozen=True, slots=True)
-class StoredDocument:
-    """What the index holds for one source: enough to decide whether to re-embed."""
-
-    source: str
-    root: str
-    doc_keys: frozenset[str]
-    chunk_ids: frozenset[str]
-    chunk_count: int
-
-
-def generation_path(settings: StoreSettings) -> Path:
-    """Return the file whose content changes on every committed ingest."""
-    return settings.path / "generation"
 
 
 def _make_client(settings: StoreSettings) -> Any:
@@ -96,30 +78,10 @@ def _make_client(settings: StoreSettings) -> Any:
         )
     except _FAILURES as exc:
         raise StoreError(
-            f"cannot open the index ({_where(settings)}): {exc}{_disk_hint(settings)}"
+            f"cannot open the index ({describe_location(settings)}): {exc}{disk_hint(settings)}"
         ) from exc
     _remote_clients[settings] = client
     return client
-
-
-def _disk_hint(settings: StoreSettings) -> str:
-    """Name a full disk: Chroma's own message for it can be "Error in compaction"."""
-    if settings.is_remote:
-        return ""
-    try:
-        free = shutil.disk_usage(settings.path).free
-    except OSError:
-        return ""
-    if free >= _LOW_DISK_BYTES:
-        return ""
-    return f" (the disk holding the index is full or nearly full: {free // 1024} KiB free)"
-
-
-def _where(settings: StoreSettings) -> str:
-    if settings.is_remote:
-        scheme = "https" if settings.ssl else "http"
-        return f"Chroma server {scheme}://{settings.host}:{settings.port}"
-    return f"index directory {settings.path}"
 
 
 class ChromaIndex:
@@ -140,7 +102,10 @@ class ChromaIndex:
     @property
     def location(self) -> str:
         """Return where the index is, for messages."""
-        return _where(self.settings)
+        return describe_location(self.settings)
+
+    def _failure(self, verb: str, exc: BaseException) -> StoreError:
+        return StoreError(f"{verb} {self.location} failed: {exc}{disk_hint(self.settings)}")
 
     def exists(self) -> bool:
         """Return whether the collection exists (never creates anything)."""
@@ -175,7 +140,7 @@ class ChromaIndex:
             except NotFoundError as exc:
                 if not create:
                     raise IndexNotFoundError(
-                        f"no index at {_where(self.settings)}: run `python ingest.py` first"
+                        f"no index at {self.location}: run `python ingest.py` first"
                     ) from exc
                 collection = client.create_collection(
                     name,
@@ -184,7 +149,7 @@ class ChromaIndex:
                     metadata=self._identity_metadata(generation="0", state=_CLEAN),
                 )
             except _FAILURES as exc:
-                raise StoreError(f"cannot open {_where(self.settings)}: {exc}") from exc
+                raise StoreError(f"cannot open {self.location}: {exc}") from exc
         self._check_identity(collection.metadata or {})
         self._collection = collection
         return collection
@@ -203,16 +168,14 @@ class ChromaIndex:
         try:
             collection.modify(metadata=self._identity_metadata(generation=generation, state=state))
         except _FAILURES as exc:
-            raise StoreError(
-                f"updating {_where(self.settings)} failed: {exc}{_disk_hint(self.settings)}"
-            ) from exc
+            raise self._failure("updating", exc) from exc
 
     def _check_identity(self, metadata: dict[str, Any]) -> None:
         stored = str(metadata.get("embedder", ""))
         dim = int(metadata.get("dimension", 0))
         if stored != self.embedder_identity or dim != self.dimension:
             raise IndexMismatchError(
-                f"the index at {_where(self.settings)} was built with embedding model "
+                f"the index at {self.location} was built with embedding model "
                 f"{stored!r} ({dim} dimensions) but {self.embedder_identity!r} "
                 f"({self.dimension} dimensions) is configured. Re-index with "
                 "`python ingest.py --rebuild PATH...`, or point --index at a new directory."
@@ -228,11 +191,9 @@ class ChromaIndex:
             except NotFoundError:
                 return
             except _FAILURES as exc:
-                raise StoreError(
-                    f"cannot drop the index at {_where(self.settings)}: {exc}"
-                ) from exc
+                raise self._failure("dropping", exc) from exc
         self._collection = None
-        logger.info("dropped the index at %s", _where(self.settings))
+        logger.info("dropped the index at %s", self.location)
 
     def stored_documents(self) -> dict[str, StoredDocument]:
         """Return what the index holds, per source.
@@ -301,9 +262,7 @@ class ChromaIndex:
                     embeddings=vectors[start : start + size],
                 )
             except _FAILURES as exc:
-                raise StoreError(
-                    f"writing to {_where(self.settings)} failed: {exc}{_disk_hint(self.settings)}"
-                ) from exc
+                raise self._failure("writing to", exc) from exc
 
     def delete(self, chunk_ids: Sequence[str]) -> None:
         """Remove rows by ID (unknown IDs are ignored)."""
@@ -313,10 +272,7 @@ class ChromaIndex:
             try:
                 collection.delete(ids=list(chunk_ids[start : start + size]))
             except _FAILURES as exc:
-                raise StoreError(
-                    f"deleting from {_where(self.settings)} failed: {exc}"
-                    f"{_disk_hint(self.settings)}"
-                ) from exc
+                raise self._failure("deleting from", exc) from exc
 
     def begin_write(self) -> None:
         """Mark the index as being written until `commit`, so a run that dies is noticed."""
@@ -336,26 +292,23 @@ class ChromaIndex:
         generation = f"{time.time_ns():x}-{os.getpid():x}"
         self._set_metadata(generation=generation, state=_CLEAN)
         if not self.settings.is_remote:
-            _write_atomically(generation_path(self.settings), generation)
+            write_generation(self.settings, generation)
         return generation
 
     def generation(self) -> str:
         """Return the committed generation."""
         if not self.settings.is_remote:
-            try:
-                return generation_path(self.settings).read_text(encoding="utf-8").strip()
-            except FileNotFoundError:
-                return "0"
+            return read_generation(self.settings)
         with _client_lock:
             client = _make_client(self.settings)
             try:
                 metadata = client.get_collection(self.settings.collection).metadata or {}
             except NotFoundError as exc:
-                raise IndexNotFoundError(f"no index at {_where(self.settings)}") from exc
+                raise IndexNotFoundError(f"no index at {self.location}") from exc
             except _FAILURES as exc:
                 # A fresh client next time re-checks the server and says what is wrong.
                 _remote_clients.pop(self.settings, None)
-                raise StoreError(f"cannot reach {_where(self.settings)}: {exc}") from exc
+                raise StoreError(f"cannot reach {self.location}: {exc}") from exc
         return str(metadata.get("generation", "0"))
 
     def load_snapshot(self) -> IndexSnapshot:
@@ -393,9 +346,7 @@ class ChromaIndex:
             try:
                 page = collection.get(include=include, where=where, limit=_READ_PAGE, offset=offset)
             except _FAILURES as exc:
-                raise StoreError(
-                    f"reading {_where(self.settings)} failed: {exc}{_disk_hint(self.settings)}"
-                ) from exc
+                raise self._failure("reading", exc) from exc
             ids = page["ids"]
             for i, row_id in enumerate(ids):
                 metadata = page["metadatas"][i] if page.get("metadatas") is not None else {}
@@ -413,9 +364,3 @@ def forget_cached_clients() -> None:
     with _client_lock:
         _remote_clients.clear()
         SharedSystemClient.clear_system_cache()
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)

@@ -30,6 +30,7 @@ __all__ = [
     "SearchFilters",
     "SearchResult",
     "Section",
+    "StoredDocument",
     "Turn",
     "chunk_id",
 ]
@@ -254,6 +255,17 @@ class Answer:
     invalid_citation_numbers: tuple[int, ...] = ()
     unsupported_sentences: tuple[str, ...] = ()
     offline: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class StoredDocument:
+    """What the index holds for one source: enough to decide whether to re-embed."""
+
+    source: str
+    root: str
+    doc_keys: frozenset[str]
+    chunk_ids: frozenset[str]
+    chunk_count: int
 
 
 @dataclass(frozen=True, slots=True, eq=False)
