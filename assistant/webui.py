@@ -22,11 +22,6 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import gradio as gr
-from fastapi import Request
-from fastapi.responses import HTMLResponse, JSONResponse
-from fastapi.routing import APIRoute
-from starlette.middleware import Middleware
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from assistant.config import Settings
 from assistant.errors import AssistantError, IndexNotFoundError
@@ -34,7 +29,8 @@ from assistant.protocols import AnswerStream, ChatService
 from assistant.safety import SafeStream, neutralise_markdown
 from assistant.types import SearchFilters, Turn
 from assistant.uiformat import history_to_turns, sources_markdown, trace_markdown
-from assistant.viewer import SECURITY_HEADERS, DocumentViewer
+from assistant.viewer import DocumentViewer
+from assistant.webroutes import app_kwargs
 
 __all__ = ["EXAMPLES", "build_demo", "launch", "make_responder", "theme"]
 
@@ -268,60 +264,6 @@ def _refresh_filters(catalog: Callable[[], Catalog]) -> Callable[[], tuple[Any, 
     return refresh
 
 
-def _authorised(request: Request) -> bool:
-    # Mirrors Gradio's own check for its routes: the login cookie must name a live token.
-    app = request.app
-    if not getattr(app, "auth", None):
-        return True
-    cookie_id = getattr(app, "cookie_id", "")
-    token = request.cookies.get(f"access-token-{cookie_id}") or request.cookies.get(
-        f"access-token-unsecure-{cookie_id}"
-    )
-    return token is not None and token in getattr(app, "tokens", {})
-
-
-class _LoginGuard:
-    """Refuses anonymous calls to the job routes Gradio leaves open when login is on.
-
-    ``/gradio_api/cancel`` and ``/reset`` take a session hash and an event id and
-    check no login (finding F1 in docs/hardening.md); everything else Gradio
-    serves checks its own login cookie.
-    """
-
-    _GUARDED = ("/gradio_api/cancel", "/gradio_api/reset")
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if (
-            scope["type"] == "http"
-            and str(scope["path"]).rstrip("/").endswith(self._GUARDED)
-            and not _authorised(Request(scope))
-        ):
-            response = JSONResponse({"detail": "Not authenticated"}, status_code=401)
-            await response(scope, receive, send)
-            return
-        await self.app(scope, receive, send)
-
-
-def _doc_route(viewer: DocumentViewer) -> APIRoute:
-    def show_document(path: str, request: Request) -> HTMLResponse:
-        if not _authorised(request):
-            body = '<!doctype html><p>Please <a href="/">log in</a> first.</p>'
-            return HTMLResponse(body, status_code=401, headers=SECURITY_HEADERS)
-        page = viewer.page(path)
-        return HTMLResponse(page.html, status_code=page.status, headers=SECURITY_HEADERS)
-
-    return APIRoute(
-        "/doc/{path:path}",
-        show_document,
-        methods=["GET"],
-        response_class=HTMLResponse,
-        include_in_schema=False,
-    )
-
-
 def _preload_matplotlib() -> None:
     # Gradio wraps every event in MatplotlibBackendMananger, which imports
     # matplotlib if installed; concurrent first imports race and fail the event
@@ -362,6 +304,6 @@ def launch(
         show_error=False,
         footer_links=["api"],
         theme=theme(),
-        app_kwargs={"routes": [_doc_route(viewer)], "middleware": [Middleware(_LoginGuard)]},
+        app_kwargs=app_kwargs(viewer),
     )
     return str(local_url)
