@@ -111,9 +111,18 @@ def quoted_list(words: Sequence[str]) -> str:
     return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
 
 
-def unknown_words(question: str, document_frequency: Mapping[str, int]) -> tuple[str, ...]:
-    """Return the question's content words that no indexed chunk contains, as typed."""
-    stems = [t for t in content_terms(question) if document_frequency.get(t, 0) == 0]
+def unknown_words(
+    question: str, missing: Sequence[str], document_frequency: Mapping[str, int]
+) -> tuple[str, ...]:
+    """Return the question's content words that no indexed chunk contains, as typed.
+
+    Args:
+        question: The question searched.
+        missing: Its content terms the top hits lack (`NoMatchVerdict.missing`); a
+            term no chunk contains is always among them.
+        document_frequency: How many chunks contain each term.
+    """
+    stems = [t for t in missing if document_frequency.get(t, 0) == 0]
     return question_words(question, stems)
 
 

@@ -156,7 +156,7 @@ class Retriever:
             no_good_match=verdict.no_good_match,
             trace=tuple(trace),
             no_match_reason=verdict.reason(question=question, min_score=s.min_score),
-            unknown_words=unknown_words(question, view.lexical.document_frequency),
+            unknown_words=unknown_words(question, verdict.missing, view.lexical.document_frequency),
         )
 
     def _verdict(

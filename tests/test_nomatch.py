@@ -4,7 +4,13 @@ from hypothesis import strategies as st
 
 from assistant.config import RetrievalSettings, Settings
 from assistant.errors import ConfigError
-from assistant.nomatch import content_terms, judge, question_words, term_coverage
+from assistant.nomatch import (
+    NoMatchVerdict,
+    content_terms,
+    judge,
+    question_words,
+    term_coverage,
+)
 from assistant.types import IndexSnapshot
 from tests.retrieval_helpers import FakeEmbedder, make_retriever, make_snapshot, policy_corpus
 
@@ -99,17 +105,24 @@ def test_both_coverage_and_cosine_must_be_weak(
     assert verdict.no_good_match is flagged
 
 
+def covered_verdict(*, best_score: float, has_hits: bool, min_score: float) -> NoMatchVerdict:
+    """The verdict for a fully covered, semantically close question: only the floor can fire."""
+    return judge(
+        coverage=1.0,
+        missing=(),
+        top_cosine=0.9,
+        best_score=best_score,
+        has_hits=has_hits,
+        min_coverage=0.36,
+        min_cosine=0.5,
+        min_score=min_score,
+    )
+
+
 def test_score_floor_and_empty_hits_still_flag() -> None:
     def verdict(*, best_score: float, has_hits: bool, min_score: float) -> bool:
-        return judge(
-            coverage=1.0,
-            missing=(),
-            top_cosine=0.9,
-            best_score=best_score,
-            has_hits=has_hits,
-            min_coverage=0.36,
-            min_cosine=0.5,
-            min_score=min_score,
+        return covered_verdict(
+            best_score=best_score, has_hits=has_hits, min_score=min_score
         ).no_good_match
 
     assert verdict(best_score=0.2, has_hits=True, min_score=0.3)
@@ -126,16 +139,7 @@ def test_score_floor_and_empty_hits_still_flag() -> None:
     ],
 )
 def test_reason_names_the_rule_that_fired(best_score: float, has_hits: bool, reason: str) -> None:
-    verdict = judge(
-        coverage=1.0,
-        missing=(),
-        top_cosine=0.9,
-        best_score=best_score,
-        has_hits=has_hits,
-        min_coverage=0.36,
-        min_cosine=0.5,
-        min_score=0.3,
-    )
+    verdict = covered_verdict(best_score=best_score, has_hits=has_hits, min_score=0.3)
     assert verdict.reason(question="Any question?", min_score=0.3) == reason
 
 
