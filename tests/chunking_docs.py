@@ -41,15 +41,7 @@ def make_doc(parts: Sequence[Part], *, title: str = "Doc", source: str = "doc.md
                 blocks=tuple(spans),
             )
         )
-    return Document(
-        source=source,
-        root="/tmp",
-        kind="markdown",
-        text=text,
-        sha256="0" * 64,
-        meta=DocMeta(title=title),
-        sections=tuple(sections),
-    )
+    return markdown_document(source, text, DocMeta(title=title), sections)
 
 
 def doc_from_markdown(text: str, *, source: str = "doc.md") -> Document:
@@ -57,6 +49,13 @@ def doc_from_markdown(text: str, *, source: str = "doc.md") -> Document:
     from assistant.loaders.markdown import parse_markdown
 
     meta, sections = parse_markdown(text, fallback_title="Doc", source=source)
+    return markdown_document(source, text, meta, sections)
+
+
+def markdown_document(
+    source: str, text: str, meta: DocMeta, sections: Sequence[Section]
+) -> Document:
+    """Wrap parsed or hand-built sections into a Markdown `Document` (root and hash faked)."""
     return Document(
         source=source,
         root="/tmp",
@@ -64,5 +63,5 @@ def doc_from_markdown(text: str, *, source: str = "doc.md") -> Document:
         text=text,
         sha256="0" * 64,
         meta=meta,
-        sections=sections,
+        sections=tuple(sections),
     )
