@@ -1,6 +1,6 @@
-"""``python -m assistant search|eval``: see `assistant.search_cli`."""
+"""``python -m assistant search|eval``: see `assistant.cli.search`."""
 
-from assistant.search_cli import main
+from assistant.cli.search import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -21,7 +21,7 @@ ASSISTANT_CHUNK_OVERLAP        overlap as a fraction of the chunk budget
 ASSISTANT_TOP_K                results per question
 ASSISTANT_MIN_SCORE            relevance floor under which a search is "no good match"
 ASSISTANT_MIN_COVERAGE         no good match when query-term coverage is below this...
-ASSISTANT_MIN_COSINE           ...and the top cosine is below this (see assistant.nomatch)
+ASSISTANT_MIN_COSINE           ...and the top cosine is below this (see assistant.retrieval.nomatch)
 ASSISTANT_LLM_BASE_URL         OpenAI-compatible chat endpoint; unset means offline mode
 ASSISTANT_LLM_MODEL            chat model name
 ASSISTANT_LLM_API_KEY          its key (falls back to OPENAI_API_KEY)

@@ -87,7 +87,10 @@ class AnswerStream(Protocol):
     delta. Iterating yields text deltas; ``close()`` stops generation and
     closes the upstream HTTP stream. ``answer()`` is the checked final answer,
     valid once iteration has finished. ``error`` holds a user-safe message
-    when generation failed part way (the deltas so far are kept).
+    when generation failed part way (the deltas so far are kept). Deltas and the
+    answer's text are already neutralised for a browser (`assistant.answering.safety`,
+    with the ``allowed_hosts`` given to `ChatService.ask`): renderers show them as
+    they are, so output is neutralised once, by the service.
     """
 
     result: SearchResult

@@ -180,7 +180,7 @@ class Hit:
 
     ``score`` is in [0, 1] and follows the ranking (higher is better; only a
     superseded version, always ranked below its replacement, can show a higher
-    score than a hit above it; see `assistant.fusion`); ``dense_score``
+    score than a hit above it; see `assistant.retrieval.fusion`); ``dense_score``
     is the cosine similarity and ``lexical_score`` the BM25 score (0 when that
     retriever did not return the chunk). ``section_text`` is the enclosing
     section expanded under the context budget (small to big).
@@ -226,6 +226,11 @@ class SearchResult:
     trace: tuple[str, ...] = field(default=())
     no_match_reason: str = ""
     unknown_words: tuple[str, ...] = ()
+
+
+# How much of a conversation is kept as context: the newest turns, each cut to a length.
+MAX_TURNS = 12
+MAX_TURN_CHARS = 4000
 
 
 @dataclass(frozen=True, slots=True)

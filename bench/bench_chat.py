@@ -34,7 +34,7 @@ from gradio_client import Client  # noqa: E402
 
 from assistant.config import LLMSettings, Settings, StoreSettings, UISettings  # noqa: E402
 from assistant.protocols import Embedder  # noqa: E402
-from assistant.webapp import build_app  # noqa: E402
+from assistant.web.app import build_app  # noqa: E402
 from tests.openai_server import FakeOpenAIServer, Reply  # noqa: E402
 
 TOPICS = (
@@ -165,7 +165,7 @@ def _prepare(args: argparse.Namespace, server: FakeOpenAIServer, workdir: Path) 
         return Settings(
             store=StoreSettings(path=args.index), llm=llm, ui=ui, chunking=base.chunking
         )
-    from assistant.indexing import ingest
+    from assistant.index.ingest import ingest
     from tests.conftest import FakeEmbedder
 
     settings = Settings(store=StoreSettings(path=workdir / "index"), llm=llm, ui=ui)

@@ -27,8 +27,8 @@ import numpy.typing as npt
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
-from assistant.onnx_embedder import MAX_INPUT_TOKENS, OnnxEmbedder
-from assistant.onnx_model_files import packaged_model_path, packaged_tokenizer_path
+from assistant.embeddings.local import MAX_INPUT_TOKENS, OnnxEmbedder
+from assistant.embeddings.model_files import packaged_model_path, packaged_tokenizer_path
 
 Ids = list[npt.NDArray[np.int64]]
 

@@ -39,11 +39,11 @@ from bench_embeddings import Ids, batched, run_batches, session, timed, tokenize
 from corpus import write_corpus
 from ingest_runs import IngestRun, in_child, model_child, stub_child
 
-from assistant.chunking import chunk_document
+from assistant.chunking.chunker import chunk_document
 from assistant.config import ChunkingSettings, EmbeddingSettings
-from assistant.documents import load_document
-from assistant.onnx_embedder import MAX_INPUT_TOKENS, OnnxEmbedder
-from assistant.onnx_model_files import packaged_model_path
+from assistant.documents.loading import load_document
+from assistant.embeddings.local import MAX_INPUT_TOKENS, OnnxEmbedder
+from assistant.embeddings.model_files import packaged_model_path
 from assistant.tokens import get_tokenizer
 from assistant.types import Chunk
 

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from assistant.config import EmbeddingSettings, RetrievalSettings
-from assistant.retrieval import Retriever
+from assistant.retrieval.retriever import Retriever
 from assistant.tokens import get_tokenizer
 from assistant.types import Chunk, DocMeta, IndexSnapshot, SearchFilters, compose_chunk_text
 
@@ -226,7 +226,7 @@ def bench_chroma(snapshot: IndexSnapshot, qs: list[str]) -> None:
 
 
 def bench_embedding(qs: list[str]) -> None:
-    from assistant.embeddings import make_embedder
+    from assistant.embeddings.factory import make_embedder
 
     embedder = make_embedder(EmbeddingSettings())
     samples = timed(lambda i: embedder.embed([qs[i]]), min(len(qs), 100))

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from assistant.onnx_embedder import OnnxEmbedder
+from assistant.embeddings.local import OnnxEmbedder
 
 
 @dataclass(frozen=True, slots=True)

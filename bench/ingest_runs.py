@@ -22,12 +22,12 @@ import numpy.typing as npt
 from bench_search import RandomQueryEmbedder
 
 from assistant.config import Settings, StoreSettings
-from assistant.documents import discover
-from assistant.embeddings import make_embedder
-from assistant.indexing import IngestReport, ingest
-from assistant.plan import doc_key
+from assistant.documents.loading import discover
+from assistant.embeddings.factory import make_embedder
+from assistant.index.chroma import ChromaIndex
+from assistant.index.ingest import IngestReport, ingest
+from assistant.index.plan import doc_key
 from assistant.protocols import Embedder
-from assistant.store import ChromaIndex
 
 Timings = tuple[tuple[str, float], ...]
 

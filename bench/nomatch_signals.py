@@ -35,13 +35,13 @@ import onnxruntime as ort
 from tokenizers import Tokenizer
 
 from assistant.config import Settings
-from assistant.embeddings import make_embedder
-from assistant.evaluation import load_questions
-from assistant.nomatch import content_terms
-from assistant.onnx_model_files import packaged_model_path, packaged_tokenizer_path
+from assistant.embeddings.factory import make_embedder
+from assistant.embeddings.model_files import packaged_model_path, packaged_tokenizer_path
 from assistant.protocols import Embedder
+from assistant.retrieval.evaluation import load_questions
+from assistant.retrieval.factory import open_retriever
+from assistant.retrieval.nomatch import content_terms
 from assistant.types import SearchResult
-from assistant.wiring import open_retriever
 
 SETS = (Path("data/eval/questions.jsonl"), Path("data/eval/calibration.jsonl"))
 _TRACE = re.compile(r"^coverage (?P<coverage>[\d.]+).*top cosine (?P<cosine>[\d.]+|n/a)")

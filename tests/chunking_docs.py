@@ -46,7 +46,7 @@ def make_doc(parts: Sequence[Part], *, title: str = "Doc", source: str = "doc.md
 
 def doc_from_markdown(text: str, *, source: str = "doc.md") -> Document:
     """Parse Markdown with the real loader and wrap it into a `Document`."""
-    from assistant.loaders.markdown import parse_markdown
+    from assistant.documents.markdown import parse_markdown
 
     meta, sections = parse_markdown(text, fallback_title="Doc", source=source)
     return markdown_document(source, text, meta, sections)

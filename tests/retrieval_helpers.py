@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from assistant.config import RetrievalSettings
-from assistant.retrieval import Retriever
+from assistant.retrieval.retriever import Retriever
 from assistant.tokens import get_tokenizer
 from assistant.types import Chunk, DocMeta, IndexSnapshot, compose_chunk_text
 

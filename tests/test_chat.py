@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from assistant.chat import MAX_TURN_CHARS, MAX_TURNS, Assistant, build_assistant
+from assistant.answering.extractive import EXTRACTIVE_LABEL
+from assistant.answering.llm import OpenAIChat
+from assistant.answering.service import Assistant, build_assistant
 from assistant.config import LLMSettings, Settings
-from assistant.extractive import EXTRACTIVE_LABEL
-from assistant.llm import OpenAIChat
 from assistant.protocols import AnswerStream, ChatService
 from assistant.tokens import get_tokenizer
-from assistant.types import Hit, SearchFilters, SearchResult, Turn
+from assistant.types import MAX_TURN_CHARS, MAX_TURNS, Hit, SearchFilters, SearchResult, Turn
 from tests.hit_factory import make_hit
 from tests.openai_server import FakeOpenAIServer, Reply
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from assistant.chunking import chunk_document
+from assistant.chunking.chunker import chunk_document
 from assistant.config import ChunkingSettings
 from assistant.tokens import get_tokenizer
 from assistant.types import Chunk, Document, chunk_id

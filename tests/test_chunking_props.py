@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assistant.chunking import chunk_document
+from assistant.chunking.chunker import chunk_document
 from assistant.config import ChunkingSettings
 from assistant.tokens import get_tokenizer
 from assistant.types import BlockKind, Chunk, Document, compose_chunk_text

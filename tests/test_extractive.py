@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from assistant.citations import check_answer
-from assistant.extractive import (
+from assistant.answering.citations import check_answer
+from assistant.answering.extractive import (
     EXTRACTIVE_LABEL,
     NOTHING_FOUND,
     extract_passages,

@@ -19,8 +19,8 @@ import pytest
 from gradio_client import Client
 
 from assistant.config import Settings, UISettings
-from assistant.viewer import DocumentViewer
-from assistant.webui import build_demo, launch
+from assistant.web.ui import build_demo, launch
+from assistant.web.viewer import DocumentViewer
 from tests.conftest import SAMPLE_POLICIES, free_port
 from tests.ui_fakes import FakeService
 

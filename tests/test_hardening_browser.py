@@ -24,8 +24,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from assistant.config import LLMSettings, Settings, StoreSettings, UISettings
-from assistant.indexing import ingest
-from assistant.webapp import build_app
+from assistant.index.ingest import ingest
+from assistant.web.app import build_app
 from tests.chromium import CHROMIUM, LAUNCH_ARGS, browser_marks
 from tests.conftest import FakeEmbedder, free_port
 from tests.openai_server import FakeOpenAIServer, Reply

@@ -23,11 +23,11 @@ import pytest
 from gradio_client import Client
 
 from assistant.config import LLMSettings, Settings, StoreSettings, UISettings
-from assistant.embeddings import make_embedder
-from assistant.indexing import ingest
+from assistant.embeddings.factory import make_embedder
+from assistant.index.ingest import ingest
+from assistant.index.reader import IndexReader
 from assistant.protocols import Embedder
-from assistant.reader import IndexReader
-from assistant.webapp import build_app
+from assistant.web.app import build_app
 from tests.conftest import INGEST, ROOT, ChromaServer, free_port, run_ingest
 from tests.openai_server import FakeOpenAIServer, Reply
 
@@ -283,11 +283,11 @@ def kill_at(line: str, *args: str) -> list[str]:
 @pytest.mark.parametrize(
     "line",
     [
-        "assistant.indexing: parsing p4.md",
-        "assistant.indexing: embedding ",
-        "assistant.indexing: wrote ",
-        "assistant.indexing: deleting ",
-        "assistant.indexing: removing ",
+        "assistant.index.ingest: parsing p4.md",
+        "assistant.index.ingest: embedding ",
+        "assistant.index.ingest: wrote ",
+        "assistant.index.ingest: deleting ",
+        "assistant.index.ingest: removing ",
     ],
     ids=["parsing", "embedding", "between-upserts", "before-stale-delete", "pruning"],
 )

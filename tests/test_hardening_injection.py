@@ -26,15 +26,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from assistant.chat import Assistant, build_assistant
+from assistant.answering.prompt import SYSTEM_PROMPT
+from assistant.answering.safety import SafeStream, neutralise_markdown
+from assistant.answering.service import Assistant, build_assistant
 from assistant.config import LLMSettings, Settings, StoreSettings, UISettings
-from assistant.indexing import ingest
-from assistant.prompt import SYSTEM_PROMPT
-from assistant.reader import IndexReader
-from assistant.retrieval import Retriever
-from assistant.safety import SafeStream, neutralise_markdown
+from assistant.index.ingest import ingest
+from assistant.index.reader import IndexReader
+from assistant.retrieval.retriever import Retriever
 from assistant.tokens import get_tokenizer
-from assistant.webapp import build_app
+from assistant.web.app import build_app
 from tests.conftest import ROOT, FakeEmbedder, free_port
 from tests.openai_server import FakeOpenAIServer, Reply
 

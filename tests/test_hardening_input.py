@@ -4,7 +4,7 @@ Fuzzing (Hypothesis): random Markdown, HTML and raw bytes behind text suffixes
 either load or raise `DocumentError`, never anything else; whatever loads
 chunks with every invariant of `tests.chunk_invariants` holding.
 
-The bad-file corpus goes through the real `assistant.indexing.ingest`: each bad
+The bad-file corpus goes through the real `assistant.index.ingest.ingest`: each bad
 file becomes one `Problem` naming the file and the reason, the good files are
 indexed anyway. See ``docs/hardening-input.md`` for the table of cases.
 """
@@ -26,11 +26,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assistant.chunking import chunk_document
+from assistant.chunking.chunker import chunk_document
 from assistant.config import ChunkingSettings, Settings, StoreSettings
-from assistant.documents import load_document
+from assistant.documents.loading import load_document
 from assistant.errors import DocumentError
-from assistant.indexing import IngestReport, ingest
+from assistant.index.ingest import IngestReport, ingest
 from assistant.tokens import get_tokenizer
 from assistant.types import Document
 from tests.chunk_invariants import check_all, chunk_settings
@@ -248,7 +248,7 @@ def test_random_bytes_with_text_suffixes_load_or_are_document_errors(
 
 
 def test_a_line_near_the_limit_loads_and_one_over_it_is_refused(tmp_path: Path) -> None:
-    from assistant.loaders.decode import MAX_LINE_CHARS
+    from assistant.documents.decode import MAX_LINE_CHARS
 
     config = ChunkingSettings(max_tokens=200)
     started = time.perf_counter()
@@ -357,7 +357,7 @@ _SPECIAL_SCRIPT = """
 import sys
 from pathlib import Path
 from assistant.config import Settings, StoreSettings
-from assistant.indexing import ingest
+from assistant.index.ingest import ingest
 from tests.conftest import FakeEmbedder
 docs, index = Path(sys.argv[1]), Path(sys.argv[2])
 report = ingest([docs], settings=Settings(store=StoreSettings(path=index)), embedder=FakeEmbedder())

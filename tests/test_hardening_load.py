@@ -22,8 +22,8 @@ import pytest
 from gradio_client import Client
 
 from assistant.config import LLMSettings, Settings, StoreSettings, UISettings
-from assistant.indexing import ingest
-from assistant.webapp import build_app
+from assistant.index.ingest import ingest
+from assistant.web.app import build_app
 from tests.conftest import FakeEmbedder, free_port
 from tests.openai_server import FakeOpenAIServer, Reply
 

@@ -9,10 +9,10 @@ import pytest
 
 from assistant.config import Settings, StoreSettings
 from assistant.errors import IndexBusyError, IndexMismatchError, IndexNotFoundError
-from assistant.indexing import ingest
-from assistant.locking import writer_lock
-from assistant.reader import IndexReader
-from assistant.store import ChromaIndex
+from assistant.index.chroma import ChromaIndex
+from assistant.index.ingest import ingest
+from assistant.index.lock import writer_lock
+from assistant.index.reader import IndexReader
 from tests.conftest import FakeEmbedder
 
 LOANS = (
@@ -150,7 +150,7 @@ def test_an_unfinished_mark_with_nothing_to_repair_is_cleared_by_the_next_run(
     ).begin_write()
     slow_check = "checking every stored chunk"
 
-    with caplog.at_level("INFO", logger="assistant.store"):
+    with caplog.at_level("INFO", logger="assistant.index.chroma"):
         first = ingest([docs], settings=settings, embedder=embedder)
         assert slow_check in caplog.text
         caplog.clear()

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from assistant.config import Settings, StoreSettings
-from assistant.embeddings import make_embedder
-from assistant.store import ChromaIndex
+from assistant.embeddings.factory import make_embedder
+from assistant.index.chroma import ChromaIndex
 from tests.conftest import INGEST, ROOT, ChromaServer, run_ingest
 
 

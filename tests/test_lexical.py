@@ -4,7 +4,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assistant.lexical import LexicalIndex, tokenize
+from assistant.retrieval.lexical import LexicalIndex, tokenize
 
 
 def reference_bm25(

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from assistant.answering.llm import OpenAIChat
 from assistant.config import LLMSettings
 from assistant.errors import LLMError
-from assistant.llm import OpenAIChat
 from tests.openai_server import FakeOpenAIServer, Reply
 
 MESSAGES = ({"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi?"})

@@ -7,9 +7,9 @@ import io
 import docx
 import pytest
 
+from assistant.documents.base import Extracted
+from assistant.documents.docx import parse_docx
 from assistant.errors import DocumentError
-from assistant.loaders.base import Extracted
-from assistant.loaders.docx import parse_docx
 
 
 def _handbook(*, with_title: bool = True) -> bytes:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from assistant.documents.frontmatter import parse_front_matter, split_front_matter
 from assistant.errors import DocumentError
-from assistant.loaders.frontmatter import parse_front_matter, split_front_matter
 from assistant.types import DocMeta
 
 

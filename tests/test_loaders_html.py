@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assistant.loaders.base import Extracted
-from assistant.loaders.html import parse_html
+from assistant.documents.base import Extracted
+from assistant.documents.html import parse_html
 
 PAGE = b"""<!doctype html><html><head><title>Leave Policy</title>
 <style>p { color: red }</style><script>var secret = 1;</script></head><body>

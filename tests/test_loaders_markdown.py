@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assistant.loaders.markdown import parse_markdown
+from assistant.documents.markdown import parse_markdown
 from assistant.types import Section
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from fpdf import FPDF
 
+from assistant.documents.base import Extracted
+from assistant.documents.pdf import parse_pdf
 from assistant.errors import DocumentError
-from assistant.loaders.base import Extracted
-from assistant.loaders.pdf import parse_pdf
 
 
 def _para(pdf: FPDF, text: str) -> None:

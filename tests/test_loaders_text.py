@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from assistant.loaders.text import parse_text
+from assistant.documents.text import parse_text
 
 
 def _blocks(text: str) -> list[tuple[tuple[str, ...], str, str]]:

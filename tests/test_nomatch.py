@@ -4,7 +4,7 @@ from hypothesis import strategies as st
 
 from assistant.config import RetrievalSettings, Settings
 from assistant.errors import ConfigError
-from assistant.nomatch import (
+from assistant.retrieval.nomatch import (
     NoMatchVerdict,
     content_terms,
     judge,

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import zipfile
+from pathlib import Path
+
+import pytest
 
 import assistant
 from assistant.config import Settings
@@ -36,3 +41,85 @@ def test_defaults_need_no_environment() -> None:
     assert not settings.llm.enabled  # offline answers on a fresh machine
     assert settings.embedding.backend == "local"
     assert not settings.store.is_remote
+
+
+# What ``ingest.py`` runs, without putting the checkout (and its ``assistant/``) on sys.path.
+INGEST = "import sys; from assistant.cli import ingest_main; raise SystemExit(ingest_main())"
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Build the project's wheel exactly as ``pip install .`` would (no editable install)."""
+    out = tmp_path_factory.mktemp("wheel")
+    build = ["wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q", "-w", str(out)]
+    subprocess.run(
+        [sys.executable, "-m", "pip", *build, str(ROOT)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    (found,) = out.glob("policy_assistant-*.whl")
+    return found
+
+
+def test_the_wheel_holds_every_module(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        shipped = {n for n in archive.namelist() if n.startswith("assistant/")}
+    expected = {p.relative_to(ROOT).as_posix() for p in (ROOT / "assistant").rglob("*.py")}
+    assert expected - shipped == set()
+    assert "assistant/py.typed" in shipped
+
+
+def test_a_non_editable_install_ingests_and_searches(wheel: Path, tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    # The wheel goes in as a real install; its dependencies come from this test's
+    # environment through a path entry (which runs no .pth file of it, so the
+    # project's editable install cannot shadow the wheel).
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", site, str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    deps = next(p for p in sys.path if p.endswith("site-packages"))
+    (Path(site) / "project-deps.pth").write_text(deps + "\n", encoding="utf-8")
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {**os.environ, "ASSISTANT_INDEX": str(work / "index"), "PYTHONPATH": ""}
+    where = subprocess.run(
+        [str(python), "-c", "import assistant.cli.ingest as m; print(m.__file__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=work,
+        env=env,
+    ).stdout
+    assert where.startswith(site), where
+    ingest = subprocess.run(
+        [str(python), "-c", INGEST, str(ROOT / "data" / "policies"), "--json"],
+        capture_output=True,
+        text=True,
+        cwd=work,
+        env=env,
+        timeout=600,
+    )
+    assert ingest.returncode == 0, ingest.stderr[-2000:]
+    assert json.loads(ingest.stdout)["counts"]["failed"] == 0
+    search = subprocess.run(
+        [str(python), "-m", "assistant", "search", "What is the emergency loan interest rate?"],
+        capture_output=True,
+        text=True,
+        cwd=work,
+        env=env,
+        timeout=300,
+    )
+    assert search.returncode == 0, search.stderr[-2000:]
+    assert "loan-policy.md" in search.stdout

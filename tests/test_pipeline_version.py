@@ -13,10 +13,10 @@ import json
 import os
 from pathlib import Path
 
-from assistant.chunking import chunk_document
+from assistant.chunking.chunker import chunk_document
 from assistant.config import ChunkingSettings
-from assistant.documents import discover, load_document
-from assistant.indexing import PIPELINE_VERSION
+from assistant.documents.loading import discover, load_document
+from assistant.index.ingest import PIPELINE_VERSION
 from assistant.tokens import get_tokenizer
 
 POLICIES = Path(__file__).resolve().parents[1] / "data" / "policies"

@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assistant.prompt import SYSTEM_PROMPT, build_prompt, render_prompt_text
+from assistant.answering.prompt import SYSTEM_PROMPT, build_prompt, render_prompt_text
 from assistant.tokens import get_tokenizer
 from assistant.types import Turn
 from tests.hit_factory import make_hit

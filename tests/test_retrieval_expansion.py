@@ -3,7 +3,7 @@ import dataclasses
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assistant.expansion import SectionText, collapse_near_duplicates
+from assistant.retrieval.expansion import SectionText, collapse_near_duplicates
 from assistant.tokens import get_tokenizer
 from assistant.types import DocMeta
 from tests.retrieval_helpers import (

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from assistant.fusion import (
+from assistant.retrieval.fusion import (
     demote_superseded,
     fuse_scores,
     reciprocal_rank_fusion,

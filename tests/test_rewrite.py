@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 import pytest
 
+from assistant.answering.rewrite import QueryRewriter, needs_rewrite
 from assistant.errors import LLMError
-from assistant.rewrite import QueryRewriter, needs_rewrite
 from assistant.types import Turn
 
 HISTORY = (

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from assistant.safety import SafeStream, neutralise_markdown
+from assistant.answering.safety import SafeStream, neutralise_markdown
 
 ALLOWED = frozenset({"intranet.example.org"})
 

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
+from assistant.cli.search import main
 from assistant.config import Settings
 from assistant.protocols import Searcher
-from assistant.search_cli import main
 from tests.retrieval_helpers import FakeEmbedder, make_retriever, make_snapshot, policy_corpus
 
 CHUNK_KEYS = {"rank", "score", "chunk_id", "text", "source", "heading_path", "page", "section_text"}

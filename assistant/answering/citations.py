@@ -1,0 +1,106 @@
+"""Check an answer's ``[n]`` citations against the sources the prompt numbered.
+
+``[n]``, ``[n, m]`` and ``[n][m]`` are recognised. Numbers that point at no
+source are removed from the text (and logged). Each sentence that cites
+sources is compared with their text: most of its content words, and every
+number it states, must appear there, otherwise it is listed as unsupported.
+This is a lexical check: it catches invented figures and citations to the
+wrong source, not subtle paraphrase errors.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+
+from assistant.types import Answer, Citation, Hit
+from assistant.words import content_words
+
+__all__ = [
+    "MARKER",
+    "check_answer",
+    "cited_numbers",
+]
+
+logger = logging.getLogger(__name__)
+
+MARKER = re.compile(r"\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\](?!\()")
+# A sentence ends at . ! or ? (plus any markers placed after it) or at a line end.
+_SENTENCE = re.compile(r"[^\n]+?(?:[.!?]+(?:\s*\[\d[\d,\s]*\])*(?=\s)|$)", re.M)
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_SUPPORT_THRESHOLD = 0.5
+
+
+def cited_numbers(text: str) -> list[int]:
+    """Return the citation numbers in ``text`` in order of appearance (with repeats)."""
+    return [int(n) for m in MARKER.finditer(text) for n in m.group(1).split(",")]
+
+
+def check_answer(
+    question: str, text: str, sources: Sequence[Hit], *, offline: bool = False
+) -> Answer:
+    """Resolve the ``[n]`` markers of ``text`` against ``sources`` (``[1]`` is ``sources[0]``).
+
+    Args:
+        question: The question answered.
+        text: The answer as the model wrote it.
+        sources: The prompt's numbered sources.
+        offline: Whether the answer came from the extractive mode.
+
+    Returns:
+        The answer with invalid markers removed. ``sources`` keeps every prompt
+        source so that ``[n]`` stays ``sources[n - 1]``; ``citations`` lists the
+        cited ones in number order.
+    """
+    invalid: list[int] = []
+
+    def keep_valid(match: re.Match[str]) -> str:
+        numbers = [int(n) for n in match.group(1).split(",")]
+        good = [n for n in numbers if 1 <= n <= len(sources)]
+        invalid.extend(n for n in numbers if n not in good)
+        return "".join(f"[{n}]" for n in good)
+
+    cleaned = re.sub(r"[ \t]+(?=[.,;:!?]|$)", "", MARKER.sub(keep_valid, text), flags=re.M)
+    if invalid:
+        logger.warning("removed citations to missing sources: %s", sorted(set(invalid)))
+    numbers = sorted(set(cited_numbers(cleaned)))
+    return Answer(
+        question=question,
+        text=cleaned,
+        sources=tuple(sources),
+        citations=tuple(Citation(number=n, hit=sources[n - 1]) for n in numbers),
+        invalid_citation_numbers=tuple(sorted(set(invalid))),
+        unsupported_sentences=unsupported_sentences(cleaned, sources),
+        offline=offline,
+    )
+
+
+def unsupported_sentences(text: str, sources: Sequence[Hit]) -> tuple[str, ...]:
+    """Return the citing sentences of ``text`` that their cited sources do not support."""
+    flagged = []
+    for sentence in _sentences(text):
+        numbers = {n for n in cited_numbers(sentence) if 1 <= n <= len(sources)}
+        if numbers and not _supported(sentence, [sources[n - 1] for n in sorted(numbers)]):
+            flagged.append(sentence)
+    return tuple(flagged)
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE.findall(text) if s.strip()]
+
+
+def _supported(sentence: str, hits: Sequence[Hit]) -> bool:
+    evidence = " ".join(
+        f"{hit.title} {hit.chunk.breadcrumb} {hit.section_text} {hit.chunk.body}" for hit in hits
+    )
+    claim = MARKER.sub(" ", sentence)
+    numbers = set(_NUMBER.findall(claim))
+    if not numbers <= set(_NUMBER.findall(evidence)):
+        return False
+    words = content_words(claim)
+    if not words:
+        return True
+    overlap = len(words & content_words(evidence)) / len(words)
+    return overlap >= _SUPPORT_THRESHOLD

@@ -1,0 +1,186 @@
+"""The chat model: any OpenAI-compatible server, streamed, with user-safe errors.
+
+``OpenAIChat`` works with OpenAI, Azure OpenAI (through ``base_url``), Ollama,
+vLLM, llama.cpp's server and LM Studio: all speak ``/v1/chat/completions``.
+The client is created on first use, never at import. Every failure of the
+openai client becomes an `LLMError` whose message can be shown to a user; the
+details go to the log (without prompts, user text or keys).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
+
+from assistant import openai_api as oa
+from assistant.config import LLMSettings
+from assistant.errors import LLMError
+
+if TYPE_CHECKING:
+    import httpx2
+
+__all__ = ["OpenAIChat"]
+
+logger = logging.getLogger(__name__)
+
+
+class OpenAIChat:
+    """A `ChatModel` (and query-rewrite `Completer`) backed by the openai client.
+
+    Args:
+        settings: Base URL, model, key and timeout. ``timeout`` bounds connecting
+            and every read, so a server that stalls between chunks ends the stream.
+        http_client: An ``httpx2.Client`` to use instead of the default one.
+        max_retries: Retries of 429 and 5xx answers before any text is streamed.
+        temperature: Sampling temperature; low values keep answers close to the sources.
+    """
+
+    def __init__(
+        self,
+        settings: LLMSettings,
+        *,
+        http_client: httpx2.Client | None = None,
+        max_retries: int = 2,
+        temperature: float = 0.1,
+    ) -> None:
+        self._settings = settings
+        self._http_client = http_client
+        self._max_retries = max_retries
+        self._temperature = temperature
+        self._client: oa.OpenAI | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def model(self) -> str:
+        """Return the model name sent with each request."""
+        return self._settings.model
+
+    def stream(self, messages: Sequence[dict[str, str]]) -> Iterator[str]:
+        """Yield the answer's text deltas; closing the iterator closes the HTTP response.
+
+        Args:
+            messages: Chat messages as ``{"role": ..., "content": ...}`` dicts.
+
+        Yields:
+            Non-empty text deltas.
+
+        Raises:
+            LLMError: The request failed, timed out or the connection dropped.
+        """
+        client = self._get_client()
+        logger.info("chat stream: model=%s messages=%d", self.model, len(messages))
+        try:
+            stream = client.chat.completions.create(
+                model=self.model,
+                messages=_to_params(messages),
+                stream=True,
+                temperature=self._temperature,
+            )
+        except oa.OpenAIError as exc:
+            raise self._translate(exc, mid_stream=False) from exc
+        try:
+            for chunk in stream:
+                # The final usage chunk has no choices; role-only deltas have no content.
+                if chunk.choices and chunk.choices[0].delta.content:
+                    yield chunk.choices[0].delta.content
+        except oa.OpenAIError as exc:
+            raise self._translate(exc, mid_stream=True) from exc
+        finally:
+            stream.close()
+
+    def complete(self, messages: Sequence[dict[str, str]], *, max_tokens: int = 96) -> str:
+        """Return a short non-streamed completion (used to rewrite follow-up questions).
+
+        Raises:
+            LLMError: The request failed.
+        """
+        client = self._get_client()
+        try:
+            response = client.chat.completions.create(
+                model=self.model,
+                messages=_to_params(messages),
+                max_tokens=max_tokens,
+                temperature=0.0,
+            )
+        except oa.OpenAIError as exc:
+            raise self._translate(exc, mid_stream=False) from exc
+        if not response.choices:
+            return ""
+        return response.choices[0].message.content or ""
+
+    def _get_client(self) -> oa.OpenAI:
+        with self._lock:
+            if self._client is None:
+                self._client = self._make_client()
+            return self._client
+
+    def _make_client(self) -> oa.OpenAI:
+        settings = self._settings
+        client = oa.make_client(
+            base_url=settings.base_url,
+            api_key=settings.api_key,
+            timeout=settings.timeout,
+            max_retries=self._max_retries,
+            http_client=self._http_client,
+        )
+        if client is None:
+            logger.warning("cannot create the chat client: no key and no base URL")
+            raise LLMError(
+                "No language model is configured: set ASSISTANT_LLM_API_KEY "
+                "or ASSISTANT_LLM_BASE_URL."
+            )
+        return client
+
+    def _translate(self, exc: oa.OpenAIError, *, mid_stream: bool) -> LLMError:
+        message = _user_message(exc, timeout=self._settings.timeout, mid_stream=mid_stream)
+        status = getattr(exc, "status_code", None)
+        logger.warning(
+            "chat model failed: %s status=%s mid_stream=%s",
+            type(exc).__name__,
+            status,
+            mid_stream,
+        )
+        return LLMError(message)
+
+
+def _user_message(exc: oa.OpenAIError, *, timeout: float, mid_stream: bool) -> str:
+    """Return a short message for ``exc`` that reveals no keys, prompts or URLs."""
+    if isinstance(exc, oa.APITimeoutError):
+        return f"The language model did not respond within {timeout:g} seconds; try again."
+    if isinstance(exc, oa.APIConnectionError):
+        if mid_stream:
+            return "The connection to the language model dropped before the answer was complete."
+        return "Cannot reach the language model; check ASSISTANT_LLM_BASE_URL."
+    if isinstance(exc, oa.RateLimitError):
+        retry_after = exc.response.headers.get("retry-after", "").strip()
+        hint = f" Retry after {retry_after} seconds." if retry_after else " Try again shortly."
+        return "The language model is rate limited." + hint
+    if isinstance(exc, oa.AuthenticationError):
+        return "The language model rejected the API key; check ASSISTANT_LLM_API_KEY."
+    if isinstance(exc, oa.NotFoundError):
+        return "The language model was not found; check ASSISTANT_LLM_MODEL."
+    if isinstance(exc, oa.BadRequestError) and exc.code == "context_length_exceeded":
+        return (
+            "The question and its sources exceed the model's context window; ask a "
+            "shorter question or lower ASSISTANT_CONTEXT_TOKENS."
+        )
+    if isinstance(exc, oa.APIStatusError):
+        if exc.status_code >= 500:
+            return f"The language model service failed (HTTP {exc.status_code}); try again."
+        return f"The language model refused the request (HTTP {exc.status_code})."
+    return "The language model failed; try again."
+
+
+def _to_params(messages: Sequence[dict[str, str]]) -> list[oa.ChatCompletionMessageParam]:
+    params: list[oa.ChatCompletionMessageParam] = []
+    for message in messages:
+        role, content = message["role"], message["content"]
+        if role == "system":
+            params.append(oa.ChatCompletionSystemMessageParam(role="system", content=content))
+        elif role == "assistant":
+            params.append(oa.ChatCompletionAssistantMessageParam(role="assistant", content=content))
+        else:
+            params.append(oa.ChatCompletionUserMessageParam(role="user", content=content))
+    return params

@@ -1,0 +1,125 @@
+"""Turn a follow-up question into a standalone search query, only when needed.
+
+"And for members under 6 months?" cannot be searched on its own. When a
+question looks like a follow-up (it starts with "and"/"what about", leans on
+a pronoun, or is very short) and there is an earlier user turn, it is
+rewritten: by a short non-streamed completion when a model is configured,
+otherwise by combining the previous question's content words with the
+follow-up. Self-contained questions pass through unchanged.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol, runtime_checkable
+
+from assistant.errors import LLMError
+from assistant.types import Turn
+from assistant.words import STOPWORDS, content_words
+
+__all__ = ["Completer", "QueryRewriter", "Rewrite", "needs_rewrite"]
+
+logger = logging.getLogger(__name__)
+
+_FOLLOW_UP_START = re.compile(
+    r"^\s*(?:and|or|but|also|then|so|what about|how about|what if|same|ok|okay)\b", re.I
+)
+_PRONOUN = re.compile(
+    r"\b(?:it|its|that|this|these|those|they|them|their|there|one|ones|same|above|former|latter)\b",
+    re.I,
+)
+_WORD = re.compile(r"[^\W_]+(?:-[^\W_]+)*", re.UNICODE)
+_SHORT = 2
+_MAX_QUERY_CHARS = 300
+
+REWRITE_INSTRUCTIONS = (
+    "Rewrite the user's last message as one standalone search query about the "
+    "organisation's policy documents, using the earlier conversation only to resolve "
+    "what it refers to. Reply with the query only, no quotes, no explanation."
+)
+
+
+@runtime_checkable
+class Completer(Protocol):
+    """A model that returns a short non-streamed completion."""
+
+    def complete(self, messages: Sequence[dict[str, str]], *, max_tokens: int = 96) -> str:
+        """Return the model's reply to ``messages``."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Rewrite:
+    """The query to search and how it was obtained."""
+
+    query: str
+    method: Literal["none", "heuristic", "llm"]
+
+    @property
+    def rewritten(self) -> bool:
+        """Return whether the query differs from the question."""
+        return self.method != "none"
+
+
+def needs_rewrite(question: str, history: Sequence[Turn]) -> bool:
+    """Return whether ``question`` reads as a follow-up to an earlier user turn."""
+    if not any(turn.role == "user" for turn in history):
+        return False
+    if _FOLLOW_UP_START.match(question) or _PRONOUN.search(question):
+        return True
+    return len(_keywords(question)) <= _SHORT
+
+
+class QueryRewriter:
+    """Rewrites follow-ups, with ``completer`` when given, else heuristically."""
+
+    def __init__(self, *, completer: Completer | None = None) -> None:
+        self._completer = completer
+
+    def rewrite(self, question: str, history: Sequence[Turn]) -> Rewrite:
+        """Return the standalone query for ``question`` given the earlier turns."""
+        if not needs_rewrite(question, history):
+            return Rewrite(question, "none")
+        if self._completer is not None:
+            query = self._with_model(question, history)
+            if query:
+                return Rewrite(query, "llm")
+        return Rewrite(_heuristic(question, history), "heuristic")
+
+    def _with_model(self, question: str, history: Sequence[Turn]) -> str:
+        assert self._completer is not None
+        messages = [{"role": "system", "content": REWRITE_INSTRUCTIONS}]
+        messages += [{"role": t.role, "content": t.text[:1000]} for t in history[-4:]]
+        messages.append({"role": "user", "content": question})
+        try:
+            reply = self._completer.complete(messages, max_tokens=64)
+        except LLMError as exc:
+            logger.warning("query rewrite failed, using the heuristic: %s", exc)
+            return ""
+        query = " ".join(reply.split()).strip("\"'` ")
+        return query if 0 < len(query) <= _MAX_QUERY_CHARS else ""
+
+
+def _heuristic(question: str, history: Sequence[Turn]) -> str:
+    previous = next(turn.text for turn in reversed(history) if turn.role == "user")
+    core = _FOLLOW_UP_START.sub("", question).strip(" ,?!.")
+    replaced = content_words(core)
+    context: list[str] = []
+    last_kept = -2
+    for index, word in enumerate(dict.fromkeys(_keywords(previous))):
+        if content_words(word) <= replaced:
+            # The follow-up names this thing anew ("development loans" after
+            # "emergency loan"), so the modifier just before it goes too.
+            if context and last_kept == index - 1:
+                context.pop()
+            continue
+        context.append(word)
+        last_kept = index
+    return " ".join([*context, core]).strip()
+
+
+def _keywords(text: str) -> list[str]:
+    return [w for w in _WORD.findall(text) if w.lower() not in STOPWORDS]

@@ -1,0 +1,299 @@
+"""Answering: rewrite a follow-up, search, build the prompt, stream, check citations.
+
+`Assistant.ask` does the retrieval at once (so the sources are known before
+the first token) and returns an `AnswerRun`; iterating the run streams the
+answer from the chat model, or from the extractive offline mode when no model
+is configured. When retrieval finds no good match no model is called: a fixed
+message names the closest sections instead. Model output is neutralised
+(images, foreign links, HTML) before it leaves this module.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable, Iterator, Sequence
+
+from assistant.answering.citations import check_answer
+from assistant.answering.extractive import stream_extractive
+from assistant.answering.llm import OpenAIChat
+from assistant.answering.prompt import Prompt, build_prompt
+from assistant.answering.rewrite import Completer, QueryRewriter, Rewrite
+from assistant.answering.safety import SafeStream
+from assistant.config import Settings
+from assistant.errors import LLMError
+from assistant.protocols import ChatModel, Searcher
+from assistant.tokens import Tokenizer, get_tokenizer
+from assistant.types import (
+    MAX_TURN_CHARS,
+    MAX_TURNS,
+    Answer,
+    Hit,
+    SearchFilters,
+    SearchResult,
+    Turn,
+)
+
+__all__ = ["AnswerRun", "Assistant", "build_assistant"]
+
+logger = logging.getLogger(__name__)
+
+NO_MATCH_OPENING = "The policy documents do not appear to cover this question"
+_DELTA = re.compile(r"\S+\s*|\s+")
+NO_MATCH_OUTRO = "Try rephrasing, or ask the policy owner directly."
+
+
+class AnswerRun:
+    """One answer being produced (implements `AnswerStream`).
+
+    ``result`` and ``query`` are set on construction; iterate for safe text
+    deltas (once); ``close()`` stops and closes the upstream stream; ``error``
+    holds a user-safe message when the model failed part way; ``answer()``
+    returns the checked answer once iteration has ended.
+    """
+
+    def __init__(
+        self,
+        *,
+        question: str,
+        rewrite: Rewrite,
+        result: SearchResult,
+        prompt: Prompt | None,
+        produce: Callable[[], Iterator[str]],
+        allowed_hosts: frozenset[str],
+        mode: str,
+        started: float,
+        retrieval_ms: float,
+    ) -> None:
+        self.result = result
+        self.query = rewrite.query
+        self.error = ""
+        self._question = question
+        self._rewrite = rewrite
+        self._prompt = prompt
+        self._produce = produce
+        self._safe = SafeStream(allowed_hosts=allowed_hosts)
+        self._mode = mode
+        self._started = started
+        self._retrieval_ms = retrieval_ms
+        self._first_ms = 0.0
+        self._total_ms = 0.0
+        self._iterated = False
+        self._closed = False
+        self._upstream: Iterator[str] | None = None
+
+    def __iter__(self) -> Iterator[str]:
+        if self._iterated or self._closed:
+            return
+        self._iterated = True
+        self._upstream = self._produce()
+        try:
+            yield from self._pump(self._upstream)
+            tail = self._safe.finish()
+            if tail:
+                yield tail
+        finally:
+            self._close_upstream()
+            self._total_ms = _ms_since(self._started)
+
+    def _pump(self, upstream: Iterator[str]) -> Iterator[str]:
+        try:
+            for delta in upstream:
+                if self._closed:
+                    return
+                if not self._first_ms:
+                    self._first_ms = _ms_since(self._started)
+                safe = self._safe.feed(delta)
+                if safe:
+                    yield safe
+        except LLMError as exc:
+            self.error = str(exc)
+
+    def close(self) -> None:
+        """Stop generating and release the upstream connection."""
+        self._closed = True
+        self._close_upstream()
+
+    def _close_upstream(self) -> None:
+        upstream, self._upstream = self._upstream, None
+        close = getattr(upstream, "close", None)
+        if close is None:
+            return
+        try:
+            close()
+        except ValueError:
+            # Closed from another thread while a read is in flight: the loop
+            # sees ``_closed`` at the next delta and closes it then.
+            self._upstream = upstream
+
+    @property
+    def text(self) -> str:
+        """Return the neutralised answer text so far."""
+        return self._safe.text
+
+    def answer(self) -> Answer:
+        """Return the final answer with checked citations."""
+        if self._prompt is None:
+            return Answer(self._question, self.text, self.result.hits, citations=())
+        return check_answer(
+            self._question, self.text, self._prompt.sources, offline=self._mode == "extractive"
+        )
+
+    def trace(self) -> tuple[str, ...]:
+        """Return lines explaining the rewrite, retrieval, prompt size and timings."""
+        lines = [f"question: {self._question}"]
+        if self._rewrite.rewritten:
+            lines.append(f"rewritten ({self._rewrite.method}): {self.query}")
+        lines += list(self.result.trace)
+        lines.append(f"mode: {self._mode}")
+        if self._prompt is not None:
+            p = self._prompt
+            lines.append(
+                f"prompt: {p.token_count} tokens, {len(p.sources)} sources "
+                f"(dropped {p.dropped_sources} sources, {p.dropped_turns} turns"
+                f"{', question truncated' if p.question_truncated else ''})"
+            )
+        lines.append(f"retrieval: {self._retrieval_ms:.0f} ms")
+        if self._first_ms:
+            lines.append(f"first token: {self._first_ms:.0f} ms")
+        if self._total_ms:
+            lines.append(f"total: {self._total_ms:.0f} ms")
+        if self.error:
+            lines.append(f"error: {self.error}")
+        return tuple(lines)
+
+
+class Assistant:
+    """Answers questions about the policies (implements `ChatService`).
+
+    Args:
+        searcher: Finds the hits for a query.
+        model: The chat model; ``None`` selects the extractive offline mode.
+        settings: Supplies the prompt budget, top-k and the UI host (the only
+            host model output may link to).
+        tokenizer: Counts prompt tokens.
+        rewriter: Rewrites follow-ups; by default uses ``model`` when it can
+            complete, else the offline heuristic.
+    """
+
+    def __init__(
+        self,
+        searcher: Searcher,
+        *,
+        model: ChatModel | None,
+        settings: Settings,
+        tokenizer: Tokenizer,
+        rewriter: QueryRewriter | None = None,
+    ) -> None:
+        self._searcher = searcher
+        self._model = model
+        self._settings = settings
+        self._tokenizer = tokenizer
+        completer = model if isinstance(model, Completer) else None
+        self._rewriter = rewriter or QueryRewriter(completer=completer)
+        self._allowed_hosts = frozenset({settings.ui.host.lower()})
+
+    def ask(
+        self,
+        question: str,
+        history: Sequence[Turn] = (),
+        *,
+        k: int | None = None,
+        filters: SearchFilters | None = None,
+    ) -> AnswerRun:
+        """Search for ``question`` now and return a run that streams the answer.
+
+        Raises:
+            AssistantError: Retrieval failed (for example, no index yet).
+        """
+        started = time.perf_counter()
+        turns = clean_history(history)
+        rewrite = self._rewriter.rewrite(question, turns)
+        result = self._searcher.search(rewrite.query, k=k, filters=filters)
+        retrieval_ms = _ms_since(started)
+        logger.info(
+            "retrieved %d hits in %.0f ms (no_good_match=%s, rewritten=%s)",
+            len(result.hits),
+            retrieval_ms,
+            result.no_good_match,
+            rewrite.method,
+        )
+        if result.no_good_match or not result.hits:
+            prompt = None
+            produce = _fixed_text(no_match_message(result.hits, reason=result.no_match_reason))
+            mode = "no good match"
+        else:
+            prompt = build_prompt(
+                question,
+                result.hits,
+                turns,
+                budget=self._settings.retrieval.context_tokens,
+                tokenizer=self._tokenizer,
+            )
+            produce = self._producer(rewrite.query, prompt, unknown=result.unknown_words)
+            mode = "extractive" if self._model is None else "model"
+        return AnswerRun(
+            question=question,
+            rewrite=rewrite,
+            result=result,
+            prompt=prompt,
+            produce=produce,
+            allowed_hosts=self._allowed_hosts,
+            mode=mode,
+            started=started,
+            retrieval_ms=retrieval_ms,
+        )
+
+    def _producer(
+        self, query: str, prompt: Prompt, *, unknown: tuple[str, ...]
+    ) -> Callable[[], Iterator[str]]:
+        model = self._model
+        if model is None:
+            return lambda: stream_extractive(query, prompt.sources, unknown_words=unknown)
+        return lambda: model.stream(prompt.as_dicts())
+
+
+def build_assistant(settings: Settings, *, searcher: Searcher) -> Assistant:
+    """Return an assistant using the configured chat model, or the offline mode."""
+    model = OpenAIChat(settings.llm) if settings.llm.enabled else None
+    logger.info("answer mode: %s", "model " + settings.llm.model if model else "extractive")
+    return Assistant(
+        searcher,
+        model=model,
+        settings=settings,
+        tokenizer=get_tokenizer(settings.chunking.encoding),
+    )
+
+
+def clean_history(history: Sequence[Turn]) -> tuple[Turn, ...]:
+    """Return the newest ``MAX_TURNS`` valid turns, each cut to ``MAX_TURN_CHARS``."""
+    turns = [
+        Turn(turn.role, turn.text[:MAX_TURN_CHARS])
+        for turn in history
+        if isinstance(turn, Turn) and turn.role in ("user", "assistant") and turn.text.strip()
+    ]
+    return tuple(turns[-MAX_TURNS:])
+
+
+def no_match_message(hits: Sequence[Hit], *, reason: str = "") -> str:
+    """Return the fixed answer given when retrieval finds nothing good enough.
+
+    Args:
+        hits: The closest sections, listed so the user can look for themselves.
+        reason: Why, in plain words (`SearchResult.no_match_reason`), or "".
+    """
+    why = f" ({reason})" if reason else ""
+    if not hits:
+        return f"{NO_MATCH_OPENING}{why}. {NO_MATCH_OUTRO}"
+    intro = f"{NO_MATCH_OPENING}{why}, so I will not guess. The closest sections I found are:"
+    lines = [f"- {hit.title}: {hit.chunk.breadcrumb}" for hit in hits[:5]]
+    return "\n".join([intro, "", *lines, "", NO_MATCH_OUTRO])
+
+
+def _fixed_text(text: str) -> Callable[[], Iterator[str]]:
+    return lambda: iter(_DELTA.findall(text))
+
+
+def _ms_since(started: float) -> float:
+    return (time.perf_counter() - started) * 1000

@@ -1,0 +1,5 @@
+"""Stage 8, the command lines: `ingest`, `search` (and ``ask``), `evaluate` and `serve`."""
+
+from assistant.cli.ingest import ingest_main
+
+__all__ = ["ingest_main"]

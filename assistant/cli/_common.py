@@ -1,0 +1,57 @@
+"""What every command shares: exit codes, logging, flags over settings, errors to exit codes."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import TextIO
+
+from assistant.config import Settings
+from assistant.errors import AssistantError, ConfigError, IndexBusyError
+
+__all__ = [
+    "EXIT_BUSY",
+    "EXIT_FAILED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "configure_logging",
+    "report_error",
+    "settings_with_index",
+]
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUSY = 0, 1, 2, 3
+
+
+def configure_logging(verbosity: int) -> None:
+    """Send log records to stderr; ``verbosity`` 0 shows warnings, 1 info, 2 debug."""
+    level = (logging.WARNING, logging.INFO, logging.DEBUG)[min(verbosity, 2)]
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    # markdown-it logs every block rule it tries: thousands of lines per file at DEBUG.
+    logging.getLogger("markdown_it").setLevel(logging.INFO)
+    if verbosity < 2:
+        for noisy in ("httpx", "chromadb"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def settings_with_index(environ: Mapping[str, str], index: Path | None) -> Settings:
+    """Return ``Settings.from_env(environ)`` with an ``--index`` flag, if given, on top.
+
+    Raises:
+        ConfigError: A variable has an invalid value.
+    """
+    settings = Settings.from_env(environ)
+    if index is not None:
+        settings = replace(settings, store=replace(settings.store, path=index))
+    return settings
+
+
+def report_error(exc: AssistantError, err: TextIO) -> int:
+    """Print ``error: ...`` for ``exc`` and return its exit code (2 usage, 3 busy, else 1)."""
+    print(f"error: {exc}", file=err)
+    if isinstance(exc, ConfigError):
+        return EXIT_USAGE
+    if isinstance(exc, IndexBusyError):
+        return EXIT_BUSY
+    return EXIT_FAILED

@@ -1,0 +1,235 @@
+"""The ``eval`` subcommand: one evaluation, or a sweep over chunking and search settings.
+
+A sweep re-indexes the corpus into a temporary index per (chunk_tokens, overlap)
+pair with the real ingest pipeline, evaluates every mode on it (recall@k for
+each k comes from one search at depth 10, since top-k hits are a prefix of the
+top-10), prints a table and writes a PNG plot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import logging
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TextIO
+
+from assistant.config import ChunkingSettings, Settings
+from assistant.errors import ConfigError
+from assistant.protocols import Embedder, Searcher
+from assistant.retrieval.evaluation import (
+    DEFAULT_CUTOFFS,
+    EvalQuestion,
+    evaluate,
+    format_report,
+    load_questions,
+    report_to_json,
+)
+
+__all__ = ["SweepRow", "parse_grid", "run_eval", "run_sweep"]
+
+logger = logging.getLogger(__name__)
+
+_GRID_TYPES: dict[str, Callable[[str], object]] = {
+    "chunk_tokens": int,
+    "overlap": float,
+    "k": int,
+    "mode": str,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class SweepRow:
+    """The figures for one combination of settings."""
+
+    chunk_tokens: int
+    overlap: float
+    mode: str
+    k: int
+    chunks: int
+    recall: float
+    mrr: float
+    unanswerable_flagged: float
+    false_no_good_match: float
+    suggested_min_score: float
+
+
+def run_eval(
+    args: argparse.Namespace,
+    settings: Settings,
+    *,
+    out: TextIO,
+    searcher_factory: Callable[[Settings], Searcher],
+) -> int:
+    """Run ``eval`` (or ``eval --sweep``) and print the results; return the exit code."""
+    questions = load_questions(args.questions)
+    if args.sweep:
+        grid = parse_grid(args.sweep, settings=settings)
+        from assistant.embeddings.factory import make_embedder
+
+        rows = run_sweep(
+            questions,
+            grid,
+            settings=settings,
+            docs=args.docs,
+            embedder=make_embedder(settings.embedding),
+        )
+        print(_sweep_json(rows) if args.json else format_sweep(rows), file=out)
+        if not args.json:
+            plot_sweep(rows, args.plot)
+            print(f"plot written to {args.plot}", file=out)
+        return 0
+    report = evaluate(
+        searcher_factory(settings), questions, cutoffs=tuple(args.k or DEFAULT_CUTOFFS)
+    )
+    print(
+        json.dumps(report_to_json(report), indent=2) if args.json else format_report(report),
+        file=out,
+    )
+    return 0
+
+
+def parse_grid(items: Sequence[str], *, settings: Settings) -> dict[str, list[object]]:
+    """Parse ``name=v1,v2`` items; unnamed dimensions take the current setting.
+
+    Raises:
+        ConfigError: An unknown name or a value of the wrong type.
+    """
+    grid: dict[str, list[object]] = {
+        "chunk_tokens": [settings.chunking.max_tokens],
+        "overlap": [settings.chunking.overlap],
+        "k": [settings.retrieval.top_k],
+        "mode": [settings.retrieval.mode],
+    }
+    for item in items:
+        name, sep, values = item.partition("=")
+        if not sep or name not in _GRID_TYPES:
+            raise ConfigError(
+                f"--sweep takes NAME=V1,V2 with NAME one of {sorted(_GRID_TYPES)}, got {item!r}"
+            )
+        try:
+            grid[name] = [_GRID_TYPES[name](v.strip()) for v in values.split(",") if v.strip()]
+        except ValueError as exc:
+            raise ConfigError(f"--sweep {name}: {exc}") from exc
+    return grid
+
+
+def run_sweep(
+    questions: Sequence[EvalQuestion],
+    grid: dict[str, list[object]],
+    *,
+    settings: Settings,
+    docs: Path,
+    embedder: Embedder,
+) -> list[SweepRow]:
+    """Index ``docs`` once per chunking setting (temporary index); evaluate every combination."""
+    from assistant.index.ingest import ingest
+    from assistant.retrieval.factory import open_retriever
+
+    rows: list[SweepRow] = []
+    for tokens, overlap in itertools.product(grid["chunk_tokens"], grid["overlap"]):
+        chunking = replace(
+            settings.chunking, max_tokens=int(str(tokens)), overlap=float(str(overlap))
+        )
+        chunking = _with_valid_minimum(chunking)
+        with tempfile.TemporaryDirectory(prefix="assistant-sweep-") as tmp:
+            trial = replace(
+                settings, chunking=chunking, store=replace(settings.store, path=Path(tmp), host="")
+            )
+            ingest([docs], settings=trial, embedder=embedder)
+            count = 0
+            for mode in grid["mode"]:
+                retrieval = replace(trial.retrieval, mode=str(mode))
+                searcher = open_retriever(replace(trial, retrieval=retrieval), embedder=embedder)
+                count = len(searcher.snapshot().chunks)
+                cutoffs = tuple(sorted({int(str(k)) for k in grid["k"]} | {10}))
+                report = evaluate(searcher, questions, cutoffs=cutoffs)
+                figures = report.figures()
+                for k in grid["k"]:
+                    rows.append(
+                        SweepRow(
+                            chunk_tokens=chunking.max_tokens,
+                            overlap=chunking.overlap,
+                            mode=str(mode),
+                            k=int(str(k)),
+                            chunks=count,
+                            recall=figures.get(f"recall@{k}", 0.0),
+                            mrr=figures.get("mrr@10", 0.0),
+                            unanswerable_flagged=figures.get("unanswerable_flagged", 0.0),
+                            false_no_good_match=figures.get("false_no_good_match", 0.0),
+                            suggested_min_score=report.suggested_min_score(),
+                        )
+                    )
+            logger.info("sweep: %d tokens, overlap %.2f done (%d chunks)", tokens, overlap, count)
+    return rows
+
+
+def _with_valid_minimum(chunking: ChunkingSettings) -> ChunkingSettings:
+    if chunking.min_tokens < chunking.max_tokens:
+        return chunking
+    return replace(chunking, min_tokens=chunking.max_tokens // 4)
+
+
+_COLUMNS = (
+    "chunk_tokens",
+    "overlap",
+    "mode",
+    "k",
+    "chunks",
+    "recall",
+    "mrr",
+    "unanswerable_flagged",
+    "false_no_good_match",
+    "suggested_min_score",
+)
+
+
+def format_sweep(rows: Sequence[SweepRow]) -> str:
+    """Return the sweep as an aligned table, best recall@k first."""
+    header = "".join(f"{c:>21}" for c in _COLUMNS)
+    body = []
+    for row in sorted(rows, key=lambda r: (-r.recall, -r.mrr)):
+        cells = [getattr(row, c) for c in _COLUMNS]
+        body.append("".join(f"{v:>21.3f}" if isinstance(v, float) else f"{v!s:>21}" for v in cells))
+    return "\n".join([header, *body])
+
+
+def _sweep_json(rows: Sequence[SweepRow]) -> str:
+    return json.dumps([{c: getattr(r, c) for c in _COLUMNS} for r in rows], indent=2)
+
+
+def plot_sweep(rows: Sequence[SweepRow], path: Path) -> None:
+    """Write a PNG: recall@k per chunking setting, one line per (mode, k).
+
+    Raises:
+        ConfigError: matplotlib (a dev dependency) is not installed.
+    """
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise ConfigError("the sweep plot needs matplotlib: pip install '.[dev]'") from exc
+    settings = sorted({(r.chunk_tokens, r.overlap) for r in rows})
+    labels = [f"{t} tok\n{o:.2f} ov" for t, o in settings]
+    figure, axes = plt.subplots(figsize=(max(6, len(settings) * 1.2), 4.5))
+    for mode, k in sorted({(r.mode, r.k) for r in rows}):
+        values = {(r.chunk_tokens, r.overlap): r.recall for r in rows if (r.mode, r.k) == (mode, k)}
+        axes.plot(
+            labels,
+            [values.get(s, float("nan")) for s in settings],
+            marker="o",
+            label=f"{mode} @{k}",
+        )
+    axes.set_ylabel("recall@k")
+    axes.set_ylim(0, 1.02)
+    axes.set_title("Retrieval recall by chunking, mode and k")
+    axes.legend(fontsize="small", ncol=2)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)

@@ -1,0 +1,227 @@
+"""``python -m assistant search|eval``: search the index from a shell or a script.
+
+``search "question"`` prints ranked results; ``search --json`` reads JSONL
+questions on stdin and writes one JSON line per question (flushed at once, so a
+long-running caller can keep the process open; the model loads once and new
+ingests are picked up between questions). ``eval`` scores retrieval against a
+question set. Exit codes: 0 success, 1 runtime failure, 2 usage or configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TextIO
+
+from assistant.cli._common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    configure_logging,
+    report_error,
+    settings_with_index,
+)
+from assistant.config import Settings
+from assistant.errors import AssistantError, ConfigError
+from assistant.protocols import Searcher
+from assistant.types import HEADING_SEPARATOR, SearchFilters, SearchResult
+from assistant.words import quoted_list
+
+__all__ = ["EXIT_FAILED", "EXIT_USAGE", "build_searcher", "main", "result_to_json"]
+
+
+SearcherFactory = Callable[[Settings], Searcher]
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--index", type=Path, help="index directory (env ASSISTANT_INDEX)")
+    parser.add_argument("--mode", choices=("hybrid", "dense", "lexical"), help="retriever")
+    parser.add_argument("--min-score", type=float, help="relevance floor (env ASSISTANT_MIN_SCORE)")
+    parser.add_argument("--section-tokens", type=int, help="small-to-big section budget")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m assistant")
+    commands = parser.add_subparsers(dest="command", required=True)
+    search = commands.add_parser("search", help="find the sections that answer a question")
+    search.add_argument("question", nargs="?", help="omit with --json to read JSONL from stdin")
+    search.add_argument("-k", type=int, help="results per question (env ASSISTANT_TOP_K)")
+    search.add_argument("--source", action="append", default=[], help="only this document")
+    search.add_argument("--tag", action="append", default=[], help="only documents with a tag")
+    search.add_argument("--date-from", default="", help="effective on or after YYYY-MM-DD")
+    search.add_argument("--date-to", default="", help="effective on or before YYYY-MM-DD")
+    search.add_argument("--trace", action="store_true", help="also print the retrieval trace")
+    _add_common(search)
+    ev = commands.add_parser("eval", help="measure retrieval against a question set")
+    ev.add_argument("questions", type=Path, help="JSONL questions with gold sections")
+    ev.add_argument("-k", type=int, nargs="+", help="recall cutoffs (default 1 3 5 10)")
+    ev.add_argument(
+        "--sweep",
+        nargs="+",
+        metavar="NAME=V1,V2",
+        help="grid over chunk_tokens, overlap, k, mode (re-indexes --docs per chunking)",
+    )
+    ev.add_argument("--docs", type=Path, default=Path("data/policies"), help="corpus for --sweep")
+    ev.add_argument("--plot", type=Path, default=Path("sweep.png"), help="PNG for --sweep")
+    _add_common(ev)
+    return parser
+
+
+def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
+    """Return ``Settings.from_env`` with the command-line flags applied on top.
+
+    Raises:
+        ConfigError: A flag or variable has an invalid value.
+    """
+    settings = settings_with_index(environ, args.index)
+    retrieval = settings.retrieval
+    if args.mode:
+        retrieval = replace(retrieval, mode=args.mode)
+    if args.min_score is not None:
+        retrieval = replace(retrieval, min_score=args.min_score)
+    if args.section_tokens is not None:
+        retrieval = replace(retrieval, section_tokens=args.section_tokens)
+    if args.command == "search" and args.k is not None:
+        retrieval = replace(retrieval, top_k=args.k)
+    return replace(settings, retrieval=retrieval)
+
+
+def build_searcher(settings: Settings) -> Searcher:
+    """Return a `Retriever` over the configured index with the configured embedder."""
+    from assistant.retrieval.factory import open_retriever
+
+    return open_retriever(settings)
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    stdin: TextIO | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+    searcher_factory: SearcherFactory = build_searcher,
+) -> int:
+    """Run ``python -m assistant`` and return the exit code."""
+    err = stderr or sys.stderr
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exc:  # argparse has printed the usage message
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    configure_logging(args.verbose)
+    io = _IO(stdin or sys.stdin, stdout or sys.stdout)
+    try:
+        settings = settings_from_args(args, os.environ if environ is None else environ)
+        if args.command == "eval":
+            from assistant.cli.evaluate import run_eval
+
+            return run_eval(args, settings, out=io.out, searcher_factory=searcher_factory)
+        return _search(args, settings, io, searcher_factory(settings))
+    except AssistantError as exc:
+        return report_error(exc, err)
+
+
+class _IO:
+    def __init__(self, stdin: TextIO, out: TextIO) -> None:
+        self.stdin = stdin
+        self.out = out
+
+
+def _filters(args: argparse.Namespace) -> SearchFilters:
+    for flag, value in (("--date-from", args.date_from), ("--date-to", args.date_to)):
+        if value:
+            try:
+                dt.date.fromisoformat(value)
+            except ValueError as exc:
+                raise ConfigError(f"{flag} must be a date like 2024-01-31, got {value!r}") from exc
+    return SearchFilters(
+        sources=tuple(args.source),
+        tags=tuple(args.tag),
+        date_from=args.date_from,
+        date_to=args.date_to,
+    )
+
+
+def _search(args: argparse.Namespace, settings: Settings, io: _IO, searcher: Searcher) -> int:
+    filters = _filters(args)
+    k = settings.retrieval.top_k
+    if args.json:
+        if args.question is not None:
+            _write_json_line(io.out, None, searcher.search(args.question, k=k, filters=filters))
+            return EXIT_OK
+        for line in io.stdin:
+            if line.strip():
+                _answer_json_line(line, io.out, searcher, k=k, filters=filters)
+        return EXIT_OK
+    if args.question is None:
+        raise ConfigError("give a question, or --json to read questions from stdin")
+    result = searcher.search(args.question, k=k, filters=filters)
+    print(format_result(result, min_score=settings.retrieval.min_score), file=io.out)
+    if args.trace:
+        print("\n".join(result.trace), file=io.out)
+    return EXIT_OK
+
+
+def _answer_json_line(
+    line: str, out: TextIO, searcher: Searcher, *, k: int, filters: SearchFilters
+) -> None:
+    try:
+        request = json.loads(line)
+        question_id, question = request.get("id"), str(request["question"])
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        out.write(json.dumps({"id": None, "error": f"bad request line: {exc}"}) + "\n")
+        out.flush()
+        return
+    _write_json_line(out, question_id, searcher.search(question, k=k, filters=filters))
+
+
+def _write_json_line(out: TextIO, question_id: object, result: SearchResult) -> None:
+    out.write(json.dumps({"id": question_id, **result_to_json(result)}, ensure_ascii=False) + "\n")
+    out.flush()
+
+
+def result_to_json(result: SearchResult) -> dict[str, object]:
+    """Return the contract shape: ``{"chunks": [...], "no_good_match": bool}``."""
+    chunks = [
+        {
+            "rank": hit.rank,
+            "score": round(hit.score, 4),
+            "chunk_id": hit.chunk.chunk_id,
+            "text": hit.chunk.text,
+            "source": hit.chunk.source,
+            "heading_path": HEADING_SEPARATOR.join(hit.chunk.heading_path),
+            "page": hit.chunk.page or None,
+            "section_text": hit.section_text,
+        }
+        for hit in result.hits
+    ]
+    return {"chunks": chunks, "no_good_match": result.no_good_match}
+
+
+def format_result(result: SearchResult, *, min_score: float) -> str:
+    """Return ranked hits as readable text: rank, score, source, heading path, page, snippet."""
+    lines = []
+    if result.no_good_match:
+        why = result.no_match_reason or f"relevance floor {min_score:.2f}"
+        lines.append(f"No good match ({why}); the closest sections:")
+    if not result.hits:
+        lines.append("No results.")
+    for hit in result.hits:
+        page = f", page {hit.chunk.page}" if hit.chunk.page else ""
+        flag = " [superseded]" if hit.superseded else ""
+        snippet = " ".join(hit.chunk.body.split())
+        snippet = snippet if len(snippet) <= 200 else snippet[:199] + "…"
+        lines.append(f"{hit.rank}. {hit.score:.3f}  {hit.chunk.source}{page}{flag}")
+        lines.append(f"   {hit.chunk.breadcrumb}")
+        lines.append(f"   {snippet}")
+    if result.unknown_words:
+        lines.append(f"No indexed document uses {quoted_list(result.unknown_words)}.")
+    return "\n".join(lines)

@@ -1,0 +1,165 @@
+"""HTML → text, metadata and sections (BeautifulSoup with lxml).
+
+Scripts, styles, templates and the head are dropped. ``h1``-``h6`` start
+sections; ``p``, ``li``, ``pre``, ``blockquote``, ``table`` (and ``dt``/``dd``)
+become blocks; loose text in containers becomes paragraphs. The text that
+offsets refer to is built here, one blank line between pieces.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from bs4 import BeautifulSoup
+from bs4.element import NavigableString, PageElement, PreformattedString, Tag
+
+from assistant.documents.assemble import SectionAssembler
+from assistant.documents.base import Extracted
+from assistant.documents.builder import TextBuilder, collapse, table_lines
+from assistant.documents.decode import check_line_lengths
+from assistant.errors import DocumentError
+from assistant.types import BlockKind, DocMeta
+
+__all__ = ["load", "parse_html"]
+
+_DROPPED = ["script", "style", "noscript", "template", "head", "svg", "canvas", "iframe"]
+_HEADINGS = {f"h{n}": n for n in range(1, 7)}
+_BLOCKS: dict[str, BlockKind] = {
+    "p": "paragraph",
+    "dt": "paragraph",
+    "dd": "paragraph",
+    "figcaption": "paragraph",
+    "address": "paragraph",
+    "li": "list_item",
+    "pre": "code",
+    "blockquote": "other",
+    "table": "table",
+}
+_CONTAINERS = frozenset(
+    {
+        "html", "body", "div", "section", "article", "main", "header", "footer", "nav",
+        "aside", "form", "figure", "fieldset", "details", "summary", "center", "ul", "ol",
+        "dl", "menu", "hgroup", "search",
+    }
+)  # fmt: skip
+_STRUCTURAL = _CONTAINERS | set(_HEADINGS) | set(_BLOCKS)
+
+
+@dataclass(frozen=True, slots=True)
+class _Piece:
+    text: str
+    kind: BlockKind
+    level: int = 0  # > 0 for headings
+
+
+def parse_html(data: bytes, *, source: str, fallback_title: str) -> Extracted:
+    """Extract text and sections from an HTML file.
+
+    Args:
+        data: The raw file bytes (the encoding comes from the BOM, meta tag or detection).
+        source: The document's name, for errors.
+        fallback_title: Title used without ``<title>`` or ``<h1>``.
+
+    Returns:
+        The extracted text, its metadata and its sections.
+
+    Raises:
+        DocumentError: The file is binary or has an overlong line.
+    """
+    if b"\x00" in data and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise DocumentError(source, "binary content (NUL bytes) in an HTML file")
+    soup = BeautifulSoup(data, "lxml")
+    head_title = collapse(soup.title.get_text()) if soup.title else ""
+    for tag in soup(_DROPPED):
+        tag.decompose()
+    pieces: list[_Piece] = []
+    _walk(soup.body or soup, pieces)
+    first_h1 = next((p.text for p in pieces if p.level == 1), "")
+    title = head_title or first_h1 or fallback_title
+    builder = TextBuilder()
+    assembler = SectionAssembler(title=title)
+    for piece in pieces:
+        start, end = builder.add(piece.text)
+        if piece.level:
+            assembler.heading(piece.text, level=piece.level, start=start)
+        else:
+            assembler.block(piece.kind, start, end)
+    text = builder.text()
+    check_line_lengths(text, source=source)
+    return Extracted(text=text, meta=DocMeta(title=title), sections=assembler.finish(end=len(text)))
+
+
+def _walk(node: Tag, out: list[_Piece]) -> None:
+    loose: list[PageElement] = []
+    for child in node.children:
+        if not isinstance(child, Tag) or child.name not in _STRUCTURAL:
+            loose.append(child)
+            continue
+        _flush(loose, out)
+        if child.name in _CONTAINERS:
+            _walk(child, out)
+        elif child.name in _HEADINGS:
+            level = _HEADINGS[child.name]
+            _append(out, _Piece(collapse(_inline(child.children)), "heading", level))
+        else:
+            kind = _BLOCKS[child.name]
+            _append(out, _Piece(_render(child, kind), kind))
+    _flush(loose, out)
+
+
+def _append(out: list[_Piece], piece: _Piece) -> None:
+    if piece.text.strip():
+        out.append(piece)
+
+
+def _flush(loose: list[PageElement], out: list[_Piece]) -> None:
+    if loose:
+        _append(out, _Piece(collapse(_inline(loose)), "paragraph"))
+        loose.clear()
+
+
+def _inline(nodes: Iterable[PageElement]) -> str:
+    """Return the text of ``nodes``, with a space where block-level tags meet."""
+    parts: list[str] = []
+    for node in nodes:
+        if isinstance(node, PreformattedString):
+            continue  # comments, doctypes, processing instructions
+        if isinstance(node, NavigableString):
+            parts.append(str(node))
+        elif isinstance(node, Tag):
+            inner = _inline(node.children)
+            inline = node.name not in _CONTAINERS and node.name not in _BLOCKS
+            parts.append(inner if inline and node.name != "br" else f" {inner} ")
+    return "".join(parts)
+
+
+def _render(tag: Tag, kind: BlockKind) -> str:
+    if kind == "code":
+        return tag.get_text().strip("\n").rstrip()
+    if kind == "table":
+        rows = [
+            [_inline(cell.children) for cell in row.find_all(["th", "td"], recursive=False)]
+            for row in tag.find_all("tr")
+        ]
+        return table_lines(rows)
+    if kind == "list_item":
+        return _list_item(tag, depth=0)
+    return collapse(_inline(tag.children))
+
+
+def _list_item(item: Tag, *, depth: int) -> str:
+    own: list[PageElement] = []
+    nested: list[str] = []
+    for child in item.children:
+        if isinstance(child, Tag) and child.name in ("ul", "ol"):
+            subs = child.find_all("li", recursive=False)
+            nested.extend(_list_item(sub, depth=depth + 1) for sub in subs)
+        else:
+            own.append(child)
+    return "\n".join(["  " * depth + "- " + collapse(_inline(own)), *nested])
+
+
+def load(data: bytes, *, source: str, fallback: str) -> Extracted:
+    """Load one HTML file's bytes (the `assistant.documents.loading` entry point)."""
+    return parse_html(data, source=source, fallback_title=fallback)

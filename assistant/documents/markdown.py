@@ -1,0 +1,214 @@
+"""Markdown → `DocMeta` and `Section` values, from markdown-it-py tokens.
+
+This is the only module that imports ``markdown_it``. Structure comes from the
+token stream and each block token's ``map`` (its source line range); line
+numbers are turned into char offsets with a line-start index, so every block's
+span is exactly its source lines.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from assistant.documents.assemble import SectionAssembler
+from assistant.documents.base import Extracted
+from assistant.documents.decode import decode_text
+from assistant.documents.frontmatter import parse_front_matter, split_front_matter
+from assistant.types import BlockKind, DocMeta, Section
+
+__all__ = ["load", "parse_markdown", "render_html"]
+
+_BLOCK_KINDS: dict[str, BlockKind] = {
+    "paragraph_open": "paragraph",
+    "table_open": "table",
+    "fence": "code",
+    "code_block": "code",
+    "blockquote_open": "other",
+    "html_block": "other",
+}
+_SKIPPED = frozenset({"hr"})
+
+
+@dataclass(frozen=True, slots=True)
+class _Heading:
+    text: str
+    level: int
+    start: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Block:
+    kind: BlockKind
+    start: int
+    end: int
+    question: bool = False
+
+
+@cache
+def _parser() -> MarkdownIt:
+    return MarkdownIt("commonmark").enable("table")
+
+
+@cache
+def _renderer() -> MarkdownIt:
+    # html=False: raw HTML in a document is shown as text, never interpreted.
+    # No images: a page must not fetch anything a document names (CSP blocks
+    # it too); ``![alt](url)`` is shown as a link the reader may follow.
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
+    return md.disable("image")
+
+
+def render_html(text: str) -> str:
+    """Return Markdown ``text`` as HTML with raw HTML escaped and images disabled."""
+    return str(_renderer().render(text))
+
+
+class _Lines:
+    """Char offsets of the lines of a text (0-based line numbers)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.starts = [0, *itertools.accumulate(len(line) + 1 for line in text.split("\n"))]
+        self.starts.pop()  # the offset past the last line is not a line start
+
+    def end(self, line: int) -> int:
+        """Return the offset just past the text of ``line`` (before its newline)."""
+        if line + 1 < len(self.starts):
+            return self.starts[line + 1] - 1
+        return len(self.text)
+
+    def is_blank(self, line: int) -> bool:
+        return not self.text[self.starts[line] : self.end(line)].strip()
+
+    def span(self, first: int, stop: int) -> tuple[int, int]:
+        """Return the char span of lines ``first:stop`` without trailing blank lines."""
+        stop = min(stop, len(self.starts))
+        while stop > first + 1 and self.is_blank(stop - 1):
+            stop -= 1
+        return self.starts[first], self.end(stop - 1)
+
+
+def parse_markdown(
+    text: str, *, fallback_title: str, source: str = "<markdown>"
+) -> tuple[DocMeta, tuple[Section, ...]]:
+    """Parse Markdown (with optional YAML front matter) into metadata and sections.
+
+    Args:
+        text: The decoded file text with newline line ends; offsets refer to it.
+        fallback_title: Title used when neither front matter nor an H1 gives one.
+        source: The document's name, for errors.
+
+    Returns:
+        The metadata (title always set) and the sections in document order.
+
+    Raises:
+        DocumentError: The front matter is invalid.
+    """
+    front = split_front_matter(text)
+    meta = DocMeta(title="")
+    body_start, body_line = 0, 0
+    if front is not None:
+        meta = parse_front_matter(front, source=source)
+        body_start, body_line = front.body_start, front.body_line
+    lines = _Lines(text)
+    tokens = _parser().parse(text[body_start:])
+    events = _group_faq(_events(tokens, lines, line_offset=body_line))
+    first_h1 = next((e.text for e in events if isinstance(e, _Heading) and e.level == 1), "")
+    title = meta.title or first_h1 or fallback_title
+    assembler = SectionAssembler(title=title, start=body_start)
+    for event in events:
+        if isinstance(event, _Heading):
+            assembler.heading(event.text, level=event.level, start=event.start)
+        else:
+            assembler.block(event.kind, event.start, event.end)
+    return dataclasses.replace(meta, title=title), assembler.finish(end=len(text))
+
+
+def _events(tokens: Sequence[Token], lines: _Lines, *, line_offset: int) -> list[_Heading | _Block]:
+    events: list[_Heading | _Block] = []
+    for i, token in enumerate(tokens):
+        if token.level != 0 or token.nesting == -1 or token.map is None:
+            continue
+        first, stop = token.map[0] + line_offset, token.map[1] + line_offset
+        if token.type == "heading_open":
+            text = _plain(tokens[i + 1])
+            if text:
+                events.append(_Heading(text, int(token.tag[1:]), lines.starts[first]))
+        elif token.type in ("bullet_list_open", "ordered_list_open"):
+            events.extend(_list_items(tokens, i, lines, line_offset=line_offset))
+        elif token.type not in _SKIPPED:
+            kind = _BLOCK_KINDS.get(token.type, "other")
+            question = token.type == "paragraph_open" and _is_question(tokens[i + 1])
+            events.append(_Block(kind, *lines.span(first, stop), question=question))
+    return events
+
+
+def _list_items(
+    tokens: Sequence[Token], open_index: int, lines: _Lines, *, line_offset: int
+) -> list[_Block]:
+    items: list[_Block] = []
+    index = open_index + 1
+    while index < len(tokens) and tokens[index].level > 0:  # up to the matching *_list_close
+        token = tokens[index]
+        if token.type == "list_item_open" and token.level == 1 and token.map is not None:
+            first, stop = token.map[0] + line_offset, token.map[1] + line_offset
+            items.append(_Block("list_item", *lines.span(first, stop)))
+        index += 1
+    return items
+
+
+def _plain(inline: Token) -> str:
+    """Return the plain text of an inline token (emphasis, links and code unwrapped)."""
+    parts: list[str] = []
+    for child in inline.children or []:
+        if child.type in ("text", "code_inline"):
+            parts.append(child.content)
+        elif child.type in ("softbreak", "hardbreak"):
+            parts.append(" ")
+        elif child.type == "image":
+            parts.append(_plain(child))
+    return " ".join("".join(parts).split())
+
+
+def _is_question(inline: Token) -> bool:
+    """Tell whether a paragraph opens an FAQ entry: ``**...?**`` or ``Q:`` first."""
+    if inline.content.lstrip().startswith("Q:"):
+        return True
+    children = [c for c in inline.children or [] if c.type != "text" or c.content.strip()]
+    if not children or children[0].type != "strong_open":
+        return False
+    strong: list[str] = []
+    for child in children[1:]:
+        if child.type == "strong_close":
+            break
+        strong.append(child.content)
+    bold = "".join(strong).strip()
+    return bold.endswith("?") or bold.startswith("Q:")
+
+
+def _group_faq(events: list[_Heading | _Block]) -> list[_Heading | _Block]:
+    """Merge each question paragraph and its answer blocks into one ``faq`` block."""
+    grouped: list[_Heading | _Block] = []
+    for event in events:
+        last = grouped[-1] if grouped else None
+        if isinstance(event, _Block) and event.question:
+            grouped.append(_Block("faq", event.start, event.end))
+        elif isinstance(event, _Block) and isinstance(last, _Block) and last.kind == "faq":
+            grouped[-1] = _Block("faq", last.start, event.end)
+        else:
+            grouped.append(event)
+    return grouped
+
+
+def load(data: bytes, *, source: str, fallback: str) -> Extracted:
+    """Load one Markdown file's bytes (the `assistant.documents.loading` entry point)."""
+    text = decode_text(data, source=source)
+    meta, sections = parse_markdown(text, fallback_title=fallback, source=source)
+    return Extracted(text=text, meta=meta, sections=sections)

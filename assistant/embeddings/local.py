@@ -1,0 +1,273 @@
+"""The local embedder: all-MiniLM-L6-v2 on onnxruntime, no torch, no network.
+
+The pipeline is sentence-transformers' for this model: WordPiece tokens
+truncated at 256, mean pooling over the attention mask, L2 normalisation.
+Inputs are sorted by token length and each batch is padded only to its own
+longest input, so a batch of short texts costs what short texts cost (Chroma's
+default path pads everything to 256). onnxruntime runs sequentially on at most
+two threads with spinning off: a spinning pool burns a core while the indexer
+reads files, and the UI process shares the machine with the chat model.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from assistant.embeddings.model_files import (
+    MODEL_PACKAGE,
+    MODEL_SHA256,
+    TOKENIZER_PACKAGE,
+    TOKENIZER_SHA256,
+    default_cache_dir,
+    dynamic_model_path,
+    packaged_model_path,
+    packaged_tokenizer_path,
+    verify_sha256,
+)
+from assistant.errors import EmbeddingError
+
+if TYPE_CHECKING:
+    import onnxruntime as ort
+    from tokenizers import Tokenizer
+
+__all__ = ["DIMENSION", "MAX_INPUT_TOKENS", "VARIANTS", "OnnxEmbedder"]
+
+logger = logging.getLogger(__name__)
+
+DIMENSION = 384
+MAX_INPUT_TOKENS = 256
+VARIANTS = {"packaged": "int8", "dynamic": "int8-dynamic"}
+
+
+class _Loaded:
+    """The tokenizers and the session, made together on first use."""
+
+    def __init__(self, session: ort.InferenceSession, embed_tok: Tokenizer, count_tok: Tokenizer):
+        self.session = session
+        self.embed_tok = embed_tok
+        self.count_tok = count_tok
+        self.input_names = frozenset(i.name for i in session.get_inputs())
+        self.output_name = session.get_outputs()[0].name
+
+
+class OnnxEmbedder:
+    """An `Embedder` running all-MiniLM-L6-v2 from the packaged ONNX file.
+
+    Construction is free; the first ``embed`` or ``count_tokens`` call verifies
+    the files and loads the session (about half a second). Safe to share
+    between threads.
+
+    Args:
+        variant: ``"packaged"`` (the shipped file) or ``"dynamic"`` (a
+            dynamically quantized copy built once into ``cache_dir``).
+        batch_size: Inputs per onnxruntime run.
+        threads: onnxruntime intra-op threads (default ``min(2, cpu count)``).
+        model_path: Another model file, checked against ``model_sha256``.
+        model_sha256: The digest ``model_path`` must have.
+        tokenizer_path: Another ``tokenizer.json``, checked against the pinned digest.
+        cache_dir: Where the ``dynamic`` variant is kept (default
+            ``$XDG_CACHE_HOME/policy-assistant``).
+    """
+
+    def __init__(
+        self,
+        *,
+        variant: str = "packaged",
+        batch_size: int = 32,
+        threads: int | None = None,
+        model_path: Path | None = None,
+        model_sha256: str = MODEL_SHA256,
+        tokenizer_path: Path | None = None,
+        cache_dir: Path | None = None,
+    ) -> None:
+        if variant not in VARIANTS:
+            raise EmbeddingError(f"unknown embedding variant {variant!r}; use one of {VARIANTS}")
+        if batch_size < 1:
+            raise EmbeddingError(f"batch size must be positive, got {batch_size}")
+        self.variant = variant
+        self.batch_size = batch_size
+        self.threads = threads if threads is not None else min(2, os.cpu_count() or 1)
+        self._model_path = model_path
+        self._model_sha256 = model_sha256
+        self._tokenizer_path = tokenizer_path
+        self._cache_dir = cache_dir
+        self._loaded: _Loaded | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def identity(self) -> str:
+        """Return ``local:all-MiniLM-L6-v2:<variant>``; variants give different vectors."""
+        return f"local:all-MiniLM-L6-v2:{VARIANTS[self.variant]}"
+
+    @property
+    def dimension(self) -> int:
+        """Return 384."""
+        return DIMENSION
+
+    @property
+    def max_input_tokens(self) -> int:
+        """Return 256, the model's ``max_seq_length``; longer inputs are truncated."""
+        return MAX_INPUT_TOKENS
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Return each text's WordPiece count, [CLS] and [SEP] included, untruncated."""
+        loaded = self._load()
+        return [len(e.ids) for e in loaded.count_tok.encode_batch(list(texts))]
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Return one L2-normalised row per text, in input order.
+
+        Raises:
+            EmbeddingError: The model could not be loaded or failed on a batch.
+        """
+        out = np.zeros((len(texts), DIMENSION), dtype=np.float32)
+        if not texts:
+            return out
+        loaded = self._load()
+        encodings = loaded.embed_tok.encode_batch(list(texts))
+        ids = [np.asarray(e.ids, dtype=np.int64) for e in encodings]
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            out[rows] = self._run(loaded, [ids[i] for i in rows])
+        return out
+
+    def _run(self, loaded: _Loaded, batch: list[npt.NDArray[np.int64]]) -> npt.NDArray[np.float32]:
+        longest = max(len(row) for row in batch)
+        input_ids = np.zeros((len(batch), longest), dtype=np.int64)
+        mask = np.zeros((len(batch), longest), dtype=np.int64)
+        for i, row in enumerate(batch):
+            input_ids[i, : len(row)] = row
+            mask[i, : len(row)] = 1
+        feeds = {"input_ids": input_ids, "attention_mask": mask}
+        if "token_type_ids" in loaded.input_names:
+            feeds["token_type_ids"] = np.zeros_like(input_ids)
+        try:
+            (output,) = loaded.session.run([loaded.output_name], feeds)
+        except Exception as exc:  # onnxruntime raises its own unexported exception types
+            raise EmbeddingError(f"the local embedding model failed on a batch: {exc}") from exc
+        return _pool_and_normalise(np.asarray(output, dtype=np.float32), mask)
+
+    def _load(self) -> _Loaded:
+        loaded = self._loaded
+        if loaded is not None:
+            return loaded
+        with self._lock:
+            if self._loaded is None:
+                self._loaded = self._load_files()
+            return self._loaded
+
+    def _load_files(self) -> _Loaded:
+        from tokenizers import Tokenizer
+
+        tokenizer_path = self._tokenizer_path or packaged_tokenizer_path()
+        verify_sha256(tokenizer_path, expected=TOKENIZER_SHA256, reinstall=TOKENIZER_PACKAGE)
+        model_path = self._model_path or packaged_model_path()
+        verify_sha256(model_path, expected=self._model_sha256, reinstall=MODEL_PACKAGE)
+        session = self._open_session(model_path)
+        try:
+            embed_tok = Tokenizer.from_file(str(tokenizer_path))
+            count_tok = Tokenizer.from_file(str(tokenizer_path))
+        except Exception as exc:  # tokenizers raises a bare Exception on bad JSON
+            raise EmbeddingError(f"cannot read tokenizer {tokenizer_path}: {exc}") from exc
+        # The file pins padding and truncation to 128; this model reads 256
+        # and we pad per batch ourselves.
+        for tok in (embed_tok, count_tok):
+            tok.no_padding()
+        embed_tok.enable_truncation(max_length=MAX_INPUT_TOKENS)
+        count_tok.no_truncation()
+        return _Loaded(session, embed_tok, count_tok)
+
+    def _open_session(self, model_path: Path) -> ort.InferenceSession:
+        if self.variant == "packaged":
+            return _make_session(model_path, threads=self.threads)
+        cache_dir = self._cache_dir or default_cache_dir()
+        derived = dynamic_model_path(
+            model_path,
+            source_sha256=self._model_sha256,
+            cache_dir=cache_dir,
+            quantize=_quantize,
+        )
+        try:
+            return _make_session(derived, threads=self.threads)
+        except EmbeddingError:
+            # Writes are atomic, but a cache can still be damaged from outside: rebuild once.
+            logger.warning("cached embedding model %s is unreadable; rebuilding it", derived)
+            derived.unlink(missing_ok=True)
+            derived = dynamic_model_path(
+                model_path,
+                source_sha256=self._model_sha256,
+                cache_dir=cache_dir,
+                quantize=_quantize,
+            )
+            return _make_session(derived, threads=self.threads)
+
+
+def _make_session(path: Path, *, threads: int) -> ort.InferenceSession:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.log_severity_level = 3
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    try:
+        session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # onnxruntime's Fail/InvalidGraph are not importable types
+        raise EmbeddingError(f"cannot load embedding model {path}: {exc}") from exc
+    logger.info("loaded embedding model %s (%s threads)", path.name, threads)
+    return session
+
+
+def _pool_and_normalise(
+    output: npt.NDArray[np.float32], mask: npt.NDArray[np.int64]
+) -> npt.NDArray[np.float32]:
+    """Mean-pool token states over the mask (if not pooled already), then L2-normalise."""
+    if output.ndim == 3:  # last_hidden_state: (batch, tokens, dim)
+        weights = mask[..., None].astype(np.float32)
+        pooled = (output * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+    else:  # sentence_embedding: (batch, dim)
+        pooled = output
+    norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+    unit: npt.NDArray[np.float32] = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+    return unit
+
+
+def _quantize(source: Path, target: Path) -> None:
+    """Write a dynamically int8-quantized copy of the model ``source`` to ``target``."""
+    import onnxruntime as ort
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    logger.info("building dynamically quantized embedding model at %s", target)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".quantize-") as work:
+        folded = Path(work) / "folded.onnx"
+        quantized = Path(work) / "quantized.onnx"
+        # The packaged graph computes fp32 weights as Cast(int8) * scale at run
+        # time; quantize_dynamic only quantizes MatMuls whose weights are
+        # constants, so let onnxruntime fold those casts first.
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+        options.optimized_model_filepath = str(folded)
+        ort.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
+        # Per-channel scales keep cosine ~0.994 to the packaged model; per-tensor
+        # scales measured ~0.957, too far to be worth it.
+        quantize_dynamic(
+            folded,
+            quantized,
+            op_types_to_quantize=["MatMul"],
+            per_channel=True,
+            weight_type=QuantType.QInt8,
+        )
+        os.replace(quantized, target)

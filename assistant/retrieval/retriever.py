@@ -1,0 +1,344 @@
+"""Hybrid search over an in-memory index snapshot: dense cosine + BM25, fused by weighted sum.
+
+Per search: take the current `IndexSnapshot` (rebuilding the BM25 index, filter
+columns and section map when its generation changed), then run the steps of
+`Retriever.search` in order on one `_Run`: restrict rows with the filters as boolean
+masks, score the eligible rows densely (one matrix-vector product) and lexically
+(BM25), fuse the two top-50 lists, demote superseded documents and collapse
+overlapping chunks of one section, expand the top ``k`` into their sections (small
+to big), and judge "no good match". A new stage (a reranker, an access filter) is one
+more step method in that list. See `assistant.retrieval.fusion` for the fusion and
+for how ``Hit.score`` is defined.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from assistant.config import RetrievalSettings
+from assistant.errors import IndexMismatchError
+from assistant.protocols import Embedder
+from assistant.retrieval.expansion import SectionKey, collapse_near_duplicates, section_key
+from assistant.retrieval.fusion import (
+    demote_superseded,
+    fuse_scores,
+    relevance,
+    top_rows,
+)
+from assistant.retrieval.nomatch import (
+    COVERAGE_HITS,
+    NoMatchVerdict,
+    content_terms,
+    judge,
+    term_coverage,
+    unknown_words,
+)
+from assistant.retrieval.view import SearchView, dense_scores
+from assistant.tokens import Tokenizer
+from assistant.types import Chunk, Hit, IndexSnapshot, SearchFilters, SearchResult
+
+__all__ = ["CANDIDATES", "Retriever"]
+
+logger = logging.getLogger(__name__)
+
+CANDIDATES = 50
+
+
+@dataclass(slots=True)
+class _Scores:
+    dense: npt.NDArray[np.float32] | None = None
+    lexical: npt.NDArray[np.float32] | None = None
+    dense_top: list[int] = field(default_factory=list)
+    lexical_top: list[int] = field(default_factory=list)
+    fused: dict[int, float] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Run:
+    """One search as it moves through the steps: each step reads and fills its part."""
+
+    question: str
+    view: SearchView
+    k: int
+    filters: SearchFilters | None
+    started: float
+    mask: npt.NDArray[np.bool_] | None = None
+    scores: _Scores = field(default_factory=_Scores)
+    kept: list[int] = field(default_factory=list)
+    hits: list[Hit] = field(default_factory=list)
+    verdict: NoMatchVerdict | None = None
+    trace: list[str] = field(default_factory=list)
+
+    @property
+    def chunks(self) -> Sequence[Chunk]:
+        return self.view.snapshot.chunks
+
+    @contextmanager
+    def timed(self, name: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.scores.timings[name] = time.perf_counter() - t0
+
+
+class Retriever:
+    """A `Searcher` over whatever snapshot ``snapshot_source`` returns at call time.
+
+    Thread-safe: derived structures are swapped atomically when the snapshot's
+    generation changes, and each search works on one consistent view.
+    """
+
+    def __init__(
+        self,
+        snapshot_source: Callable[[], IndexSnapshot],
+        embedder: Embedder,
+        *,
+        settings: RetrievalSettings,
+        tokenizer: Tokenizer,
+    ) -> None:
+        self._source = snapshot_source
+        self._embedder = embedder
+        self.settings = settings
+        self._tokenizer = tokenizer
+        self._view: SearchView | None = None
+        self._lock = threading.Lock()
+
+    def snapshot(self) -> IndexSnapshot:
+        """Return the index snapshot searches currently run on."""
+        return self._source()
+
+    def search(
+        self,
+        question: str,
+        *,
+        k: int | None = None,
+        filters: SearchFilters | None = None,
+    ) -> SearchResult:
+        """Return the best ``k`` hits for ``question``, best first.
+
+        Args:
+            question: The question as the user typed it.
+            k: How many hits (default ``settings.top_k``).
+            filters: Restrict to sources, tags or an effective-date range.
+
+        Returns:
+            The hits with section text, whether the best is below ``min_score``,
+            and trace lines.
+
+        Raises:
+            IndexNotFoundError: There is no index yet.
+            IndexMismatchError: The index vectors have another dimension than the embedder's.
+            EmbeddingError: The query could not be embedded.
+        """
+        started = time.perf_counter()
+        view = self._current_view()
+        k = self.settings.top_k if k is None else max(1, k)
+        run = _Run(question, view, k, filters, started=started)
+        for step in (self._restrict, self._score, self._fuse, self._expand, self._judge):
+            step(run)
+        return self._result(run)
+
+    def _restrict(self, run: _Run) -> None:
+        """Step 1: the rows the filters allow (None: every row)."""
+        run.mask = run.view.mask(run.filters)
+        if run.mask is not None:
+            eligible = f"{int(run.mask.sum())} of {run.mask.size} chunks eligible"
+            run.trace.append(f"filters: {eligible} ({run.filters})")
+
+    def _score(self, run: _Run) -> None:
+        """Step 2: dense and lexical scores of the eligible rows, and each one's top rows."""
+        out, view, mask = run.scores, run.view, run.mask
+        mode = self.settings.mode
+        if mode != "lexical":
+            with run.timed("embed"):
+                query = np.asarray(self._embedder.embed([run.question])[0], dtype=np.float32)
+            with run.timed("dense"):
+                out.dense = dense_scores(view.snapshot.vectors, query, mask)
+                out.dense_top = top_rows(out.dense, CANDIDATES)
+        if mode != "dense":
+            with run.timed("lexical"):
+                lexical = view.lexical.scores(run.question)
+                if mask is not None:
+                    lexical = np.where(mask, lexical, np.float32(0))
+                out.lexical = lexical
+                out.lexical_top = top_rows(lexical, CANDIDATES, positive_only=True)
+        run.trace += _candidate_lines(out, run.chunks)
+
+    def _fuse(self, run: _Run) -> None:
+        """Step 3: fuse the candidates, demote superseded versions, drop near-duplicates."""
+        scores, chunks, view = run.scores, run.chunks, run.view
+        with run.timed("fuse"):
+            candidates = list(dict.fromkeys([*scores.dense_top, *scores.lexical_top]))
+            fused = fuse_scores(candidates, dense=scores.dense, lexical=scores.lexical)
+            scores.fused = dict(fused)
+            order = demote_superseded(
+                fused, source_of=lambda r: chunks[r].source, replaced_by=view.replaced_by
+            )
+            run.kept, dropped = collapse_near_duplicates(order, chunks)
+            run.trace.append("fused: " + _rows_label(order[:10], chunks))
+            demoted = [r for r in run.kept if chunks[r].source in view.replaced_by]
+            if demoted:
+                run.trace.append("superseded, demoted: " + _rows_label(demoted[:10], chunks))
+            if dropped:
+                run.trace.append("near-duplicates dropped: " + _rows_label(dropped[:10], chunks))
+
+    def _expand(self, run: _Run) -> None:
+        """Step 4: the top ``k`` rows as hits, each with its section text (small to big)."""
+        with run.timed("expand"):
+            run.hits = self._hits(run.view, run.kept[: run.k], run.scores)
+
+    def _judge(self, run: _Run) -> None:
+        """Step 5: decide "no good match" and say why in the trace."""
+        run.verdict = self._verdict(run.view, run.question, run.kept, run.scores, run.hits)
+        s = self.settings
+        run.trace.append(
+            run.verdict.explain(
+                min_coverage=s.min_coverage, min_cosine=s.min_cosine, min_score=s.min_score
+            )
+        )
+
+    def _result(self, run: _Run) -> SearchResult:
+        verdict, timings = run.verdict, run.scores.timings
+        assert verdict is not None  # the judge step always runs
+        timings["total"] = time.perf_counter() - run.started
+        run.trace.append(
+            "timings: " + ", ".join(f"{n} {s * 1000:.1f} ms" for n, s in timings.items())
+        )
+        logger.debug(
+            "search: %d hits, best %.3f, %d chunks",
+            len(run.hits),
+            verdict.best_score,
+            len(run.chunks),
+        )
+        question = run.question
+        return SearchResult(
+            query=question,
+            hits=tuple(run.hits),
+            no_good_match=verdict.no_good_match,
+            trace=tuple(run.trace),
+            no_match_reason=verdict.reason(question=question, min_score=self.settings.min_score),
+            unknown_words=unknown_words(
+                question, verdict.missing, run.view.lexical.document_frequency
+            ),
+        )
+
+    def _verdict(
+        self,
+        view: SearchView,
+        question: str,
+        kept: Sequence[int],
+        scores: _Scores,
+        hits: Sequence[Hit],
+    ) -> NoMatchVerdict:
+        """Judge "no good match" from term coverage of the top hits and the top cosine."""
+        chunks = view.snapshot.chunks
+        coverage, missing = term_coverage(
+            content_terms(question),
+            (chunks[r].text for r in kept[:COVERAGE_HITS]),
+            document_frequency=view.lexical.document_frequency,
+            documents=len(chunks),
+        )
+        top_cosine = None
+        if scores.dense is not None and scores.dense_top:
+            top_cosine = float(scores.dense[scores.dense_top[0]])
+        return judge(
+            coverage=coverage,
+            missing=missing,
+            top_cosine=top_cosine,
+            best_score=max((h.score for h in hits), default=0.0),
+            has_hits=bool(hits),
+            min_coverage=self.settings.min_coverage,
+            min_cosine=self.settings.min_cosine,
+            min_score=self.settings.min_score,
+        )
+
+    def _current_view(self) -> SearchView:
+        snapshot = self._source()
+        view = self._view
+        if view is not None and view.snapshot.generation == snapshot.generation:
+            return view
+        with self._lock:
+            view = self._view
+            if view is None or view.snapshot.generation != snapshot.generation:
+                _check_dimension(snapshot, self._embedder)
+                t0 = time.perf_counter()
+                view = SearchView.build(snapshot)
+                logger.info(
+                    "search index for generation %s built: %d chunks in %.0f ms",
+                    snapshot.generation,
+                    len(snapshot.chunks),
+                    (time.perf_counter() - t0) * 1000,
+                )
+                self._view = view
+            return view
+
+    def _hits(self, view: SearchView, rows: Sequence[int], scores: _Scores) -> list[Hit]:
+        hits: list[Hit] = []
+        seen_sections: set[SectionKey] = set()
+        budget = self.settings.section_tokens
+        for rank, row in enumerate(rows, start=1):
+            chunk = view.snapshot.chunks[row]
+            meta = view.snapshot.docs.get(chunk.source)
+            dense = None if scores.dense is None else float(scores.dense[row])
+            lexical = None if scores.lexical is None else float(scores.lexical[row])
+            key = section_key(chunk)
+            section = ""
+            if key not in seen_sections:
+                seen_sections.add(key)
+                section = view.section_text(chunk, tokenizer=self._tokenizer).window(
+                    chunk, budget=budget
+                )
+            hits.append(
+                Hit(
+                    chunk=chunk,
+                    rank=rank,
+                    score=relevance(
+                        fused=scores.fused.get(row, 0.0),
+                        dense=dense,
+                        lexical=lexical,
+                        superseded=chunk.source in view.replaced_by,
+                    ),
+                    title=meta.title if meta else chunk.source,
+                    effective_date=meta.effective_date if meta else "",
+                    dense_score=dense or 0.0,
+                    lexical_score=lexical or 0.0,
+                    section_text=section,
+                    superseded=chunk.source in view.replaced_by,
+                    tags=meta.tags if meta else (),
+                )
+            )
+        return hits
+
+
+def _check_dimension(snapshot: IndexSnapshot, embedder: Embedder) -> None:
+    if snapshot.vectors.size and snapshot.vectors.shape[1] != embedder.dimension:
+        raise IndexMismatchError(
+            f"the index holds {snapshot.vectors.shape[1]}-dimensional vectors but the "
+            f"embedding model {embedder.identity} makes {embedder.dimension}; re-run the ingest"
+        )
+
+
+def _rows_label(rows: Sequence[int], chunks: Sequence[Chunk]) -> str:
+    return ", ".join(chunks[r].chunk_id for r in rows) or "(none)"
+
+
+def _candidate_lines(scores: _Scores, chunks: Sequence[Chunk]) -> list[str]:
+    lines = []
+    for name, top, values in (
+        ("dense", scores.dense_top, scores.dense),
+        ("lexical", scores.lexical_top, scores.lexical),
+    ):
+        if values is not None:
+            shown = ", ".join(f"{chunks[r].chunk_id} {float(values[r]):.3f}" for r in top[:5])
+            lines.append(f"{name} top {len(top)}: {shown or '(none)'}")
+    return lines

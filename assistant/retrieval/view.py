@@ -1,0 +1,106 @@
+"""What a search needs from one index snapshot, built once per generation.
+
+`SearchView` holds the BM25 index, each row's source as an integer column (so
+filters are boolean masks, not Chroma ``where`` clauses), the rows of each
+section for small-to-big expansion, and which documents are superseded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from assistant.retrieval.expansion import SectionKey, SectionText, section_key
+from assistant.retrieval.fusion import superseded_by
+from assistant.retrieval.lexical import LexicalIndex
+from assistant.tokens import Tokenizer
+from assistant.types import Chunk, IndexSnapshot, SearchFilters
+
+__all__ = ["SearchView", "dense_scores"]
+
+_SECTION_CACHE = 4096
+
+
+@dataclass(slots=True)
+class SearchView:
+    """Structures derived from one snapshot generation (rebuilt when it changes)."""
+
+    snapshot: IndexSnapshot
+    lexical: LexicalIndex
+    sources: tuple[str, ...]
+    source_ids: npt.NDArray[np.int32]
+    sections: dict[SectionKey, list[int]]
+    replaced_by: dict[str, frozenset[str]]
+    section_cache: dict[SectionKey, SectionText] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, snapshot: IndexSnapshot) -> SearchView:
+        """Derive the structures from ``snapshot`` (BM25 indexing dominates the cost)."""
+        sources = tuple(sorted({c.source for c in snapshot.chunks} | set(snapshot.docs)))
+        position = {s: i for i, s in enumerate(sources)}
+        sections: dict[SectionKey, list[int]] = {}
+        for row, chunk in enumerate(snapshot.chunks):
+            sections.setdefault(section_key(chunk), []).append(row)
+        return cls(
+            snapshot=snapshot,
+            lexical=LexicalIndex([c.text for c in snapshot.chunks]),
+            sources=sources,
+            source_ids=np.array([position[c.source] for c in snapshot.chunks], dtype=np.int32),
+            sections=sections,
+            replaced_by=superseded_by(snapshot.docs),
+        )
+
+    def mask(self, filters: SearchFilters | None) -> npt.NDArray[np.bool_] | None:
+        """Return the eligible rows, or None when nothing is filtered."""
+        if filters is None or filters == SearchFilters():
+            return None
+        wanted = set(filters.tags)
+        allowed = np.ones(len(self.sources), dtype=np.bool_)
+        for i, source in enumerate(self.sources):
+            meta = self.snapshot.docs.get(source)
+            date = (meta.effective_date or meta.updated_date) if meta else ""
+            allowed[i] = (
+                (not filters.sources or source in filters.sources)
+                and (not wanted or (meta is not None and not wanted.isdisjoint(meta.tags)))
+                and (not filters.date_from or (bool(date) and date >= filters.date_from))
+                and (not filters.date_to or (bool(date) and date[:10] <= filters.date_to))
+            )
+        result: npt.NDArray[np.bool_] = allowed[self.source_ids]
+        return result
+
+    def section_text(self, chunk: Chunk, *, tokenizer: Tokenizer) -> SectionText:
+        """Return the (cached) section around ``chunk``, for small-to-big windows."""
+        key = section_key(chunk)
+        cached = self.section_cache.get(key)
+        if cached is None:
+            if len(self.section_cache) > _SECTION_CACHE:
+                self.section_cache.clear()
+            rows = self.sections.get(key, [])
+            cached = SectionText([self.snapshot.chunks[r] for r in rows], tokenizer=tokenizer)
+            self.section_cache[key] = cached
+        return cached
+
+
+def dense_scores(
+    vectors: npt.NDArray[np.float32],
+    query: npt.NDArray[np.float32],
+    mask: npt.NDArray[np.bool_] | None,
+) -> npt.NDArray[np.float32]:
+    """Return cosine per row (vectors are normalised); ineligible rows get ``-inf``.
+
+    einsum rather than ``@``: a matrix-vector product through multithreaded
+    OpenBLAS was up to 20x slower on a busy two-core machine (thread spinning),
+    while einsum's single-threaded loop is steady and as fast when idle.
+    """
+    if mask is None:
+        full: npt.NDArray[np.float32] = np.einsum("ij,j->i", vectors, query)
+        return full
+    out = np.full(vectors.shape[0], -np.inf, dtype=np.float32)
+    rows = np.flatnonzero(mask)
+    if rows.size * 2 > mask.size:
+        out[mask] = np.einsum("ij,j->i", vectors, query)[mask]
+    elif rows.size:
+        out[rows] = np.einsum("ij,j->i", vectors[rows], query)
+    return out

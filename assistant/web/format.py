@@ -1,0 +1,231 @@
+"""Pure helpers behind the chat UI: untrusted history in, safe Markdown out.
+
+Nothing here imports gradio, so the rules for what reaches the model (turns)
+and what reaches the browser (sources and trace Markdown) are tested without a
+server. Gradio's history arrives from the browser and is treated as untrusted:
+only ``user`` and ``assistant`` roles survive, sources and trace messages
+(those with a metadata title) are dropped, and turns and characters are capped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from urllib.parse import quote
+
+from assistant.types import MAX_TURN_CHARS, MAX_TURNS, Answer, Hit, Turn
+
+__all__ = [
+    "doc_link",
+    "escape_markdown",
+    "history_to_turns",
+    "sources_markdown",
+    "trace_markdown",
+]
+
+SNIPPET_CHARS = 320
+
+# Characters that can start Markdown links, images, emphasis, code, headings or tables.
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]()#!|~])")
+# At the start of a line these begin a list item or a setext underline.
+_LINE_START_MARK = re.compile(r"^(\s*)([-+=]|\d+\.)", re.MULTILINE)
+_HEADING_MARK = re.compile(r"^\s{0,3}#{1,6}\s+", re.MULTILINE)
+# Bold around an FAQ question would otherwise show as literal "**" once escaped.
+_STRONG = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
+_SPACES = re.compile(r"\s+")
+
+
+def history_to_turns(
+    history: object,
+    *,
+    max_turns: int = MAX_TURNS,
+    max_chars: int = MAX_TURN_CHARS,
+) -> tuple[Turn, ...]:
+    """Convert Gradio chat history into the newest conversation turns.
+
+    Accepts message dicts (or objects with ``role``/``content``/``metadata``
+    attributes) whose content is a string or a list of typed parts. Messages
+    with a metadata title (sources, trace), other roles and non-text content
+    are skipped; each text is cut to ``max_chars`` and only the newest
+    ``max_turns`` turns are kept, in conversation order.
+
+    Args:
+        history: The history as Gradio passes it (untrusted).
+        max_turns: How many turns to keep at most.
+        max_chars: How many characters of each turn to keep.
+
+    Returns:
+        The turns, oldest first.
+    """
+    if not isinstance(history, Sequence) or isinstance(history, str | bytes):
+        return ()
+    kept: list[Turn] = []
+    for message in reversed(history):
+        if len(kept) >= max_turns:
+            break
+        turn = _to_turn(message, max_chars=max_chars)
+        if turn is not None:
+            kept.append(turn)
+    return tuple(reversed(kept))
+
+
+def _to_turn(message: object, *, max_chars: int) -> Turn | None:
+    if isinstance(message, Mapping):
+        role, content, metadata = (message.get(k) for k in ("role", "content", "metadata"))
+    else:
+        role = getattr(message, "role", None)
+        content = getattr(message, "content", None)
+        metadata = getattr(message, "metadata", None)
+    if isinstance(metadata, Mapping) and metadata.get("title"):
+        return None
+    text = _content_text(content, max_chars=max_chars).strip()
+    if not text:
+        return None
+    if role == "user":
+        return Turn(role="user", text=text[:max_chars])
+    if role == "assistant":
+        return Turn(role="assistant", text=text[:max_chars])
+    return None
+
+
+def _content_text(content: object, *, max_chars: int) -> str:
+    if isinstance(content, str):
+        return content[:max_chars]
+    if not isinstance(content, Sequence) or isinstance(content, bytes):
+        return ""
+    pieces: list[str] = []
+    size = 0
+    for part in content[:64]:
+        if isinstance(part, str):
+            text = part
+        elif isinstance(part, Mapping) and part.get("type") == "text":
+            value = part.get("text")
+            text = value if isinstance(value, str) else ""
+        else:
+            continue
+        pieces.append(text[: max_chars - size])
+        size += len(pieces[-1])
+        if size >= max_chars:
+            break
+    return "\n".join(pieces)
+
+
+def escape_markdown(text: str) -> str:
+    """Return ``text`` as inert Markdown: HTML escaped, Markdown syntax backslashed.
+
+    Document text shown in the chat (titles, snippets) must not create links,
+    images or HTML; after escaping it renders as the literal characters.
+    """
+    html_safe = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    escaped = _MD_SPECIAL.sub(r"\\\1", html_safe)
+    return _LINE_START_MARK.sub(lambda m: m[1] + _escape_mark(m[2]), escaped)
+
+
+def _escape_mark(mark: str) -> str:
+    # "1." becomes "1\." (the number stays); "-", "+" and "=" get a backslash.
+    return mark[:-1] + "\\." if mark.endswith(".") else "\\" + mark
+
+
+def doc_link(hit: Hit, *, base: str = "/doc/") -> str:
+    """Return the viewer URL that opens the hit's source at its section."""
+    path = quote(hit.chunk.source, safe="/")
+    anchor = quote(hit.chunk.anchor, safe="-_.")
+    return f"{base}{path}#{anchor}" if anchor else f"{base}{path}"
+
+
+def _snippet(hit: Hit, *, limit: int = SNIPPET_CHARS) -> str:
+    flat = _SPACES.sub(" ", _STRONG.sub(r"\2", _HEADING_MARK.sub("", hit.chunk.body))).strip()
+    if len(flat) > limit:
+        flat = flat[:limit].rsplit(" ", 1)[0] + " …"
+    return escape_markdown(flat)
+
+
+def _source_entry(number: int, hit: Hit, *, cited: bool) -> str:
+    facts = [f"section: {escape_markdown(hit.chunk.breadcrumb)}"]
+    if hit.chunk.page:
+        facts.append(f"page {hit.chunk.page}")
+    if hit.effective_date:
+        facts.append(f"effective {escape_markdown(hit.effective_date)}")
+    facts.append(f"relevance {hit.score:.2f}")
+    if hit.superseded:
+        facts.append("superseded")
+    if not cited:
+        facts.append("not cited")
+    title = escape_markdown(hit.title or hit.chunk.source)
+    return (
+        f"**[{number}] {title}** — [open section]({doc_link(hit)})  \n"
+        f"{' · '.join(facts)}\n\n> {_snippet(hit)}"
+    )
+
+
+def sources_markdown(answer: Answer, *, include_uncited: bool = False) -> str:
+    """Render an answer's sources as Markdown, one entry per ``[n]``.
+
+    Each entry shows the title, heading path, page, effective date, relevance
+    score, the cited snippet and a link to the section in the document viewer.
+    Cited sources come first in number order; uncited ones only on request
+    (or when nothing was cited, so the reader still sees what was searched).
+
+    Args:
+        answer: The finished answer.
+        include_uncited: Also list sources the answer did not cite.
+
+    Returns:
+        Markdown safe to render (document text is escaped); "" when there are no sources.
+    """
+    cited = sorted({c.number for c in answer.citations if 1 <= c.number <= len(answer.sources)})
+    show_all = include_uncited or not cited
+    entries = [
+        _source_entry(number, hit, cited=number in cited)
+        for number, hit in enumerate(answer.sources, start=1)
+        if show_all or number in cited
+    ]
+    if not show_all and len(cited) < len(answer.sources):
+        entries.append(_also_retrieved(answer, cited=set(cited)))
+    if answer.invalid_citation_numbers:
+        bad = ", ".join(f"\\[{n}\\]" for n in answer.invalid_citation_numbers)
+        entries.append(f"*Citations {bad} do not match any source and were ignored.*")
+    if answer.unsupported_sentences:
+        quoted = "\n".join(f"> {escape_markdown(s)}" for s in answer.unsupported_sentences)
+        entries.append(
+            "**Check these statements:** their words or figures are not in the source "
+            f"they cite.\n\n{quoted}"
+        )
+    return "\n\n".join(entries)
+
+
+def _also_retrieved(answer: Answer, *, cited: set[int]) -> str:
+    others = [
+        f"\\[{number}\\] {escape_markdown(hit.title or hit.chunk.source)} — "
+        f"{escape_markdown(hit.chunk.heading_path[-1])}"
+        for number, hit in enumerate(answer.sources, start=1)
+        if number not in cited
+    ]
+    return "*Also retrieved, not cited:* " + "; ".join(others)
+
+
+def trace_markdown(
+    *,
+    question: str,
+    query: str,
+    lines: Sequence[str],
+    timings: Mapping[str, float],
+) -> str:
+    """Render the retrieval trace of one answer as a Markdown code block.
+
+    Args:
+        question: What the user typed.
+        query: The standalone query actually searched.
+        lines: The service's trace lines (candidates, prompt tokens, timings).
+        timings: UI-side timings in seconds, e.g. ``first token``.
+
+    Returns:
+        Markdown: a fenced block, so nothing in it renders as Markdown or HTML.
+    """
+    body = [f"question: {question}", f"searched: {query}"]
+    body += [line for line in lines if line not in body]
+    body += [f"{name}: {seconds * 1000:.0f} ms" for name, seconds in timings.items()]
+    text = "\n".join(body)
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}text\n{text}\n{fence}"

@@ -1,0 +1,302 @@
+"""The browser chat UI (the only module that imports gradio).
+
+`build_demo` wires a `ChatService` into a Gradio chat: the answer streams as
+text, then the sources follow as a separate collapsible message titled
+"Sources" and a collapsed "Trace" message. A filters panel passes documents,
+tags and ``k`` to the service. `launch` serves the demo together with the
+read-only document viewer at ``/doc/<source>#<anchor>`` (see
+`assistant.web.viewer`) and returns the local URL.
+
+Stopping an answer (the Stop button or a closed tab) makes Gradio close the
+answer generator; its ``finally`` closes the `AnswerStream`, which closes the
+upstream HTTP stream. Nothing per user lives on module globals.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import logging
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import gradio as gr
+
+from assistant.config import Settings
+from assistant.errors import AssistantError, IndexNotFoundError
+from assistant.protocols import AnswerStream, ChatService
+from assistant.types import SearchFilters, Turn
+from assistant.web.format import history_to_turns, sources_markdown, trace_markdown
+from assistant.web.routes import app_kwargs
+from assistant.web.viewer import DocumentViewer
+
+__all__ = ["EXAMPLES", "build_demo", "launch", "make_responder", "theme"]
+
+logger = logging.getLogger(__name__)
+
+EXAMPLES = (
+    "What is the emergency loan interest rate?",
+    "How many days of annual leave do staff get?",
+    "What is the penalty for early loan repayment?",
+    "How many guarantors does a development loan need?",
+)
+NO_INDEX_MESSAGE = (
+    "There is no search index yet. Run `python ingest.py` to index the policy documents, "
+    "then restart the UI."
+)
+FAILED_MESSAGE = "Sorry, the assistant could not answer: {reason}"
+
+Responder = Callable[..., Iterator[list[gr.ChatMessage]]]
+
+
+def theme() -> gr.themes.Base:
+    """Return the UI theme: system fonts only, so the page fetches nothing external."""
+    return gr.themes.Default(
+        font=[gr.themes.Font("system-ui"), "sans-serif"],
+        font_mono=[gr.themes.Font("ui-monospace"), "monospace"],
+    )
+
+
+UPDATE_INTERVAL_S = 0.05
+
+# A question is a sentence or two; a longer one is pasted text or an attack, and
+# would be searched, traced and echoed back in full.
+MAX_QUESTION_CHARS = 4000
+TOO_LONG_MESSAGE = (
+    "Your question is {length:,} characters long; please shorten it to at most "
+    f"{MAX_QUESTION_CHARS:,} characters."
+)
+
+
+def make_responder(service: ChatService, *, settings: Settings) -> Responder:
+    """Return the chat generator Gradio calls with (message, history, sources, tags, k).
+
+    Args:
+        service: Answers questions.
+        settings: Supplies the default ``k`` and the UI's own host for links.
+
+    Returns:
+        A generator function yielding the chat messages of one answer.
+    """
+    allowed_hosts = frozenset({settings.ui.host.lower()})
+
+    def respond(
+        message: str,
+        history: list[dict[str, Any]],
+        sources: list[str] | None = None,
+        tags: list[str] | None = None,
+        k: float | None = None,
+    ) -> Iterator[list[gr.ChatMessage]]:
+        question = message.strip() if isinstance(message, str) else ""
+        if not question:
+            yield [gr.ChatMessage(content="Please type a question.")]
+            return
+        if len(question) > MAX_QUESTION_CHARS:
+            yield [gr.ChatMessage(content=TOO_LONG_MESSAGE.format(length=len(question)))]
+            return
+        filters = SearchFilters(sources=tuple(sources or ()), tags=tuple(tags or ()))
+        top_k = _clamp_k(k, default=settings.retrieval.top_k)
+        turns = history_to_turns(history)
+        yield from _answer(
+            service, question, turns, k=top_k, filters=filters, allowed_hosts=allowed_hosts
+        )
+
+    return respond
+
+
+def _clamp_k(k: float | None, *, default: int) -> int:
+    if k is None:
+        return default
+    return min(max(int(k), 1), 10)
+
+
+def _answer(
+    service: ChatService,
+    question: str,
+    turns: Sequence[Turn],
+    *,
+    k: int,
+    filters: SearchFilters,
+    allowed_hosts: frozenset[str],
+) -> Iterator[list[gr.ChatMessage]]:
+    started = time.perf_counter()
+    try:
+        stream = service.ask(question, turns, k=k, filters=filters)
+    except IndexNotFoundError:
+        logger.warning("chat asked before an index exists")
+        yield [gr.ChatMessage(content=NO_INDEX_MESSAGE)]
+        return
+    except AssistantError as exc:
+        logger.warning("chat failed before streaming: %s", exc, exc_info=True)
+        yield [gr.ChatMessage(content=FAILED_MESSAGE.format(reason=_short(exc)))]
+        return
+    try:
+        yield from _stream(stream, question, started=started)
+    finally:
+        stream.close()
+
+
+def _stream(
+    stream: AnswerStream,
+    question: str,
+    *,
+    started: float,
+) -> Iterator[list[gr.ChatMessage]]:
+    shown, first, last_update = "", 0.0, 0.0
+    try:
+        for delta in stream:
+            now = time.perf_counter()
+            first = first or now - started
+            shown += delta
+            # Each update makes Gradio diff and send the whole message list; with
+            # many users streaming at once, coalescing deltas keeps first tokens fast.
+            if now - last_update >= UPDATE_INTERVAL_S:
+                last_update = now
+                yield [gr.ChatMessage(content=shown)]
+        answer = stream.answer()
+    except AssistantError as exc:
+        logger.warning("chat failed while streaming: %s", exc, exc_info=True)
+        yield [gr.ChatMessage(content=f"{shown}\n\n*{FAILED_MESSAGE.format(reason=_short(exc))}*")]
+        return
+    timings = {"first token": first, "total": time.perf_counter() - started}
+    # The checked answer drops citation markers that point at no source.
+    body = answer.text if answer.text.strip() else shown
+    if stream.error:
+        body += f"\n\n*{stream.error}*"
+    messages = [gr.ChatMessage(content=body or "(no answer)")]
+    if answer.sources:
+        title = "Closest sections (no good match)" if stream.result.no_good_match else "Sources"
+        messages.append(gr.ChatMessage(content=sources_markdown(answer), metadata={"title": title}))
+    trace = trace_markdown(
+        question=question, query=stream.query, lines=stream.trace(), timings=timings
+    )
+    messages.append(gr.ChatMessage(content=trace, metadata={"title": "Trace", "status": "done"}))
+    yield messages
+
+
+def _short(exc: AssistantError) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text if len(text) <= 300 else text[:300] + "…"
+
+
+def build_demo(
+    service: ChatService,
+    *,
+    settings: Settings,
+    sources: Sequence[tuple[str, str]] = (),
+    tags: Sequence[str] = (),
+    examples: Sequence[str] = EXAMPLES,
+    catalog: Callable[[], FilterChoices] | None = None,
+) -> gr.Blocks:
+    """Build the chat UI around a service.
+
+    Args:
+        service: Answers questions (shared by all users; holds no per-user state).
+        settings: UI concurrency and the default ``k``.
+        sources: ``(source, title)`` pairs offered in the documents filter.
+        tags: Tags offered in the tags filter.
+        examples: Example questions shown under the chat.
+        catalog: Returns the current ``(sources, tags)``; called on every page load
+            so documents ingested after start-up appear in the filters.
+
+    Returns:
+        The Gradio Blocks; serve it with `launch`.
+    """
+    source_box = gr.Dropdown(
+        choices=[(f"{title} ({source})", source) for source, title in sources],
+        multiselect=True,
+        label="Documents",
+        render=False,
+    )
+    tag_box = gr.Dropdown(choices=list(tags), multiselect=True, label="Tags", render=False)
+    k_slider = gr.Slider(
+        1, 10, value=min(settings.retrieval.top_k, 10), step=1, label="Sources (k)", render=False
+    )
+    demo = gr.Blocks(title="Policy assistant", analytics_enabled=False)
+    with demo:
+        gr.ChatInterface(
+            make_responder(service, settings=settings),
+            chatbot=gr.Chatbot(
+                label="Policy assistant", height=560, latex_delimiters=[], buttons=["copy"]
+            ),
+            additional_inputs=[source_box, tag_box, k_slider],
+            additional_inputs_accordion=gr.Accordion("Filters", open=False, render=False),
+            examples=[[question] for question in examples] or None,
+            title="Policy assistant",
+            description="Answers questions about the policy documents, with numbered sources.",
+            concurrency_limit=settings.ui.concurrency,
+            api_name="chat",
+            fill_height=True,
+        )
+        if catalog is not None:
+            demo.load(
+                _refresh_filters(catalog),
+                outputs=[source_box, tag_box],
+                api_visibility="private",
+                queue=False,
+            )
+    return demo
+
+
+FilterChoices = tuple[Sequence[tuple[str, str]], Sequence[str]]
+
+
+def _refresh_filters(catalog: Callable[[], FilterChoices]) -> Callable[[], tuple[Any, Any]]:
+    def refresh() -> tuple[Any, Any]:
+        try:
+            sources, tags = catalog()
+        except AssistantError as exc:
+            logger.warning("cannot list documents for the filters: %s", exc)
+            return gr.update(), gr.update()
+        return (
+            gr.update(choices=[(f"{title} ({source})", source) for source, title in sources]),
+            gr.update(choices=list(tags)),
+        )
+
+    return refresh
+
+
+def _preload_matplotlib() -> None:
+    # Gradio wraps every event in MatplotlibBackendMananger, which imports
+    # matplotlib if installed; concurrent first imports race and fail the event
+    # with AttributeError '_original_backend'. Importing once up front avoids it.
+    if importlib.util.find_spec("matplotlib") is not None:
+        importlib.import_module("matplotlib")
+
+
+def launch(
+    demo: gr.Blocks,
+    *,
+    settings: Settings,
+    viewer: DocumentViewer,
+    share: bool = False,
+) -> str:
+    """Start serving the chat and the document viewer in the background.
+
+    Call ``demo.block_thread()`` afterwards to wait until the server stops,
+    or ``demo.close()`` to stop it.
+
+    Args:
+        demo: From `build_demo`.
+        settings: Host, port, auth pairs (empty means no login).
+        viewer: Serves ``/doc/...``.
+        share: Ask Gradio for a public share link (needs internet).
+
+    Returns:
+        The local URL, e.g. ``http://127.0.0.1:7860/``.
+    """
+    _preload_matplotlib()
+    _, local_url, _ = demo.launch(
+        server_name=settings.ui.host,
+        server_port=settings.ui.port,
+        auth=list(settings.ui.auth) or None,
+        share=share,
+        prevent_thread_lock=True,
+        quiet=True,
+        show_error=False,
+        footer_links=["api"],
+        theme=theme(),
+        app_kwargs=app_kwargs(viewer),
+    )
+    return str(local_url)
