@@ -85,7 +85,7 @@ def test_questions_are_well_formed() -> None:
     assert len(questions) >= 70
     assert len(ids) == len(set(ids)), [i for i, n in Counter(ids).items() if n > 1]
     for q in questions:
-        assert set(q) == {"id", "question", "kind", "gold"}, q
+        assert set(q) - {"answer"} == {"id", "question", "kind", "gold"}, q
         assert re.fullmatch(r"q\d{3}", str(q["id"])), q["id"]
         assert q["kind"] in KINDS, q
         assert isinstance(q["question"], str), q
@@ -98,6 +98,16 @@ def test_questions_are_well_formed() -> None:
             assert gold, q
         if q["kind"] == "multi":
             assert len(gold) >= 2, q
+
+
+def test_answerable_questions_have_a_reference_answer() -> None:
+    for q in load_questions():
+        if q["kind"] == "unanswerable":
+            assert "answer" not in q, q
+        else:
+            answer = q.get("answer")
+            assert isinstance(answer, str), q
+            assert answer.strip(), q
 
 
 def test_every_kind_is_represented_in_the_planned_mix() -> None:
