@@ -7,13 +7,14 @@ the shared corpora folder next to it; the checks that read it skip when it is ab
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from functools import cache
 from pathlib import Path
 
 import pytest
+
+from tests import test_sample_data as sample
 
 ROOT = Path(__file__).resolve().parents[1]
 QUESTIONS = ROOT / "data" / "eval" / "github-site-policy.jsonl"
@@ -25,26 +26,12 @@ KINDS = {"fact", "broad", "multi", "paraphrase", "unanswerable"}
 MARKUP = re.compile(r"[\[\]()*_`#|]")
 
 
-def normalise(text: str) -> str:
-    return " ".join(text.lower().split())
-
-
 def load_questions() -> list[dict[str, object]]:
-    lines = QUESTIONS.read_text(encoding="utf-8").splitlines()
-    return [json.loads(line) for line in lines if line.strip()]
-
-
-def gold_entries() -> list[tuple[str, dict[str, str]]]:
-    entries = []
-    for question in load_questions():
-        gold = question["gold"]
-        assert isinstance(gold, list)
-        entries += [(str(question["id"]), entry) for entry in gold]
-    return entries
+    return sample.load_questions(QUESTIONS)
 
 
 def gold_params() -> list[object]:
-    return [pytest.param(qid, entry, id=f"{qid}-{entry['file']}") for qid, entry in gold_entries()]
+    return sample.gold_params(QUESTIONS)
 
 
 def corpus() -> Path:
@@ -61,7 +48,7 @@ def document_body(relative: str) -> str:
         end = text.find("\n---\n", 4)
         assert end != -1, f"{relative}: unterminated front matter"
         text = text[end + 5 :]
-    return normalise(text)
+    return sample.normalise(text)
 
 
 def test_questions_are_well_formed() -> None:
@@ -120,12 +107,14 @@ def test_gold_phrase_occurs_in_gold_file(qid: str, entry: dict[str, str]) -> Non
     assert relative.endswith(".md"), relative
     assert (corpus() / relative).is_file(), f"{qid}: {relative} does not exist"
     phrase = entry["must_contain"]
-    assert normalise(phrase) in document_body(relative), f"{qid}: {phrase!r} not in {relative}"
+    assert sample.normalise(phrase) in document_body(relative), (
+        f"{qid}: {phrase!r} not in {relative}"
+    )
 
 
 def test_heading_path_starts_with_the_document_title() -> None:
     root = corpus()
-    for qid, entry in gold_entries():
+    for qid, entry in sample.gold_entries(QUESTIONS):
         head = (root / entry["file"]).read_text(encoding="utf-8").split("\n---\n", 1)[0]
         titles = re.findall(r"^title: *(.+)$", head, flags=re.MULTILINE)
         assert titles, f"{qid}: {entry['file']} has no title in its front matter"

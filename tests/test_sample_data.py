@@ -61,22 +61,24 @@ def document_text(relative: str) -> str:
     return normalise(text)
 
 
-def load_questions() -> list[dict[str, object]]:
-    lines = QUESTIONS.read_text(encoding="utf-8").splitlines()
+def load_questions(path: Path = QUESTIONS) -> list[dict[str, object]]:
+    lines = path.read_text(encoding="utf-8").splitlines()
     return [json.loads(line) for line in lines if line.strip()]
 
 
-def gold_entries() -> list[tuple[str, dict[str, str]]]:
+def gold_entries(path: Path = QUESTIONS) -> list[tuple[str, dict[str, str]]]:
     entries = []
-    for question in load_questions():
+    for question in load_questions(path):
         gold = question["gold"]
         assert isinstance(gold, list)
         entries += [(str(question["id"]), entry) for entry in gold]
     return entries
 
 
-def gold_params() -> list[object]:
-    return [pytest.param(qid, entry, id=f"{qid}-{entry['file']}") for qid, entry in gold_entries()]
+def gold_params(path: Path = QUESTIONS) -> list[object]:
+    return [
+        pytest.param(qid, entry, id=f"{qid}-{entry['file']}") for qid, entry in gold_entries(path)
+    ]
 
 
 def test_questions_are_well_formed() -> None:
