@@ -169,13 +169,16 @@ def test_baseline_quotes_the_three_closest_sentences_with_one_embedding_call() -
     section = (
         "# Emergency Loans\n\nEmergency loans carry interest at 12% per annum\n"
         "on a reducing balance. Emergency loans are approved within one day.\n\n"
-        "- A member may hold one emergency loan.\n- Loans need a guarantor here.\n\nShort one."
+        "- A member may hold one emergency loan.\n- Loans need a guarantor here.\n\nShort one.\n\n"
+        "| Loan | Rate |\n|---|---|\n| Emergency | 12% p.a. reducing |"
     )
     assert sentences(section) == [
         "Emergency loans carry interest at 12% per annum on a reducing balance.",
         "Emergency loans are approved within one day.",
         "- A member may hold one emergency loan.",
         "- Loans need a guarantor here.",
+        "| Loan | Rate |",
+        "| Emergency | 12% p.a. reducing |",
     ]
     hits = (
         hit("loans.md", "ignored body", rank=1, section=section),

@@ -33,7 +33,8 @@ _MIN_WORDS = 3
 def sentences(text: str) -> list[str]:
     """Return the sentences of ``text``: paragraphs re-joined, then split after . ! or ?.
 
-    List items and table rows stay separate; headings and pieces under three words are left out.
+    List items stay separate and a table row is one unit ("14% p.a." ends no sentence
+    there); headings and pieces under three words are left out.
     """
     units: list[str] = []
     for block in _BLOCK_BREAK.split(text):
@@ -47,7 +48,8 @@ def sentences(text: str) -> list[str]:
             else:
                 lines.append(line)
         for line in lines:
-            units += [s for s in _SENTENCE_END.split(line) if len(s.split()) >= _MIN_WORDS]
+            pieces = [line] if line.startswith("|") else _SENTENCE_END.split(line)
+            units += [s for s in pieces if len(s.split()) >= _MIN_WORDS]
     return units
 
 

@@ -62,6 +62,7 @@ def reports_to_json(reports: Sequence[AnswerReport]) -> dict[str, object]:
             "overall": report.figures(),
             "by_kind": {kind: report.figures(kind) for kind in report.kinds()},
             "counts": report.counts(),
+            "counts_by_kind": {kind: report.counts(kind) for kind in report.kinds()},
             "questions": [_outcome_json(o) for o in report.outcomes],
         }
         for report in reports
