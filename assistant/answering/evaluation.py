@@ -62,7 +62,7 @@ TOP_SECTIONS = 5
 
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _HEADING = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+", re.M)
-# "*" and "`" anywhere; "_" only at a word's edge, so snake_case survives.
+# "*", "`" and table pipes anywhere; "_" only at a word's edge, so snake_case survives.
 _EMPHASIS = re.compile(r"[*`|]+|(?<![^\W_])_+|_+(?![^\W_])")
 _ESCAPE = re.compile(r"\\([\\`*_\[\]()#!|~>+\-.{}])")
 _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u00a0": " "})
