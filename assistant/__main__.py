@@ -1,4 +1,4 @@
-"""``python -m assistant search|eval``: see `assistant.cli.search`."""
+"""``python -m assistant search|ask|eval``: see `assistant.cli.search`."""
 
 from assistant.cli.search import main
 

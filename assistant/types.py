@@ -24,6 +24,8 @@ __all__ = [
     "Citation",
     "DocMeta",
     "Document",
+    "EvalQuestion",
+    "GoldEntry",
     "Hit",
     "IndexSnapshot",
     "Problem",
@@ -260,6 +262,44 @@ class Answer:
     invalid_citation_numbers: tuple[int, ...] = ()
     unsupported_sentences: tuple[str, ...] = ()
     offline: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class GoldEntry:
+    """Where an evaluation question's answer lives: a file and a passage it must contain."""
+
+    file: str
+    heading_path: str
+    must_contain: str
+
+    def found_in(self, hit: Hit) -> bool:
+        """Return whether ``hit`` comes from ``file`` and its chunk text holds the phrase.
+
+        Case and runs of whitespace are ignored; the chunk text (heading path and
+        body), not the expanded section, must hold it, since that is what is cited.
+        """
+        return hit.chunk.source == self.file and _folded(self.must_contain) in _folded(
+            hit.chunk.text
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class EvalQuestion:
+    """One evaluation question; no gold entries means it cannot be answered.
+
+    ``answer`` is the optional one-sentence reference answer whose figures an
+    answer-level evaluation looks for ("" when the file gives none).
+    """
+
+    id: str
+    question: str
+    kind: str
+    gold: tuple[GoldEntry, ...]
+    answer: str = ""
+
+
+def _folded(text: str) -> str:
+    return " ".join(text.split()).casefold()
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,7 +35,7 @@ from assistant.types import (
     Turn,
 )
 
-__all__ = ["AnswerRun", "Assistant", "build_assistant"]
+__all__ = ["AnswerRun", "Assistant", "build_assistant", "finish", "shown_text"]
 
 logger = logging.getLogger(__name__)
 
@@ -47,8 +47,8 @@ NO_MATCH_OUTRO = "Try rephrasing, or ask the policy owner directly."
 class AnswerRun:
     """One answer being produced (implements `AnswerStream`).
 
-    ``result`` and ``query`` are set on construction; iterate for safe text
-    deltas (once); ``close()`` stops and closes the upstream stream; ``error``
+    ``result``, ``query`` and ``mode`` are set on construction; iterate for safe
+    text deltas (once); ``close()`` stops and closes the upstream stream; ``error``
     holds a user-safe message when the model failed part way; ``answer()``
     returns the checked answer once iteration has ended.
     """
@@ -126,6 +126,11 @@ class AnswerRun:
             # Closed from another thread while a read is in flight: the loop
             # sees ``_closed`` at the next delta and closes it then.
             self._upstream = upstream
+
+    @property
+    def mode(self) -> str:
+        """Return how the answer is produced: ``model``, ``extractive`` or ``no good match``."""
+        return self._mode
 
     @property
     def text(self) -> str:
@@ -264,6 +269,30 @@ def build_assistant(settings: Settings, *, searcher: Searcher) -> Assistant:
         settings=settings,
         tokenizer=get_tokenizer(settings.chunking.encoding),
     )
+
+
+def shown_text(answer: Answer, *, streamed: str, error: str = "") -> str:
+    """Return the answer text the chat shows once streaming has ended.
+
+    That is the checked text (markers to missing sources removed), or what
+    streamed if the check left nothing, followed by the model's error note if
+    it failed part way. The web chat and ``python -m assistant ask`` both use it.
+    """
+    body = answer.text if answer.text.strip() else streamed
+    if error:
+        body += f"\n\n*{error}*"
+    return body or "(no answer)"
+
+
+def finish(run: AnswerRun) -> tuple[Answer, str]:
+    """Stream ``run`` to its end; return the checked answer and the text the chat shows."""
+    try:
+        for _ in run:
+            pass
+    finally:
+        run.close()
+    answer = run.answer()
+    return answer, shown_text(answer, streamed=run.text, error=run.error)
 
 
 def clean_history(history: Sequence[Turn]) -> tuple[Turn, ...]:

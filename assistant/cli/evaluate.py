@@ -1,9 +1,12 @@
-"""The ``eval`` subcommand: one evaluation, or a sweep over chunking and search settings.
+"""The ``eval`` subcommand: retrieval figures, a sweep, or (``--answers``) answer figures.
 
 A sweep re-indexes the corpus into a temporary index per (chunk_tokens, overlap)
 pair with the real ingest pipeline, evaluates every mode on it (recall@k for
 each k comes from one search at depth 10, since top-k hits are a prefix of the
-top-10), prints a table and writes a PNG plot.
+top-10), prints a table and writes a PNG plot. ``--answers`` asks every question
+through the chat's assistant and scores what the answer shows
+(`assistant.answering.evaluation`); ``--answer-mode baseline`` or ``both`` also
+runs the cosine baseline on the same retrieval.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from assistant.retrieval.evaluation import (
     report_to_json,
 )
 
-__all__ = ["SweepRow", "parse_grid", "run_eval", "run_sweep"]
+__all__ = ["SweepRow", "parse_grid", "run_answer_eval", "run_eval", "run_sweep"]
 
 logger = logging.getLogger(__name__)
 
@@ -64,9 +67,32 @@ def run_eval(
     *,
     out: TextIO,
     searcher_factory: Callable[[Settings], Searcher],
+    embedder_factory: Callable[[Settings], Embedder],
 ) -> int:
-    """Run ``eval`` (or ``eval --sweep``) and print the results; return the exit code."""
+    """Run ``eval`` (``--sweep``, ``--answers``) and print the results; return the exit code.
+
+    Raises:
+        ConfigError: Options that do not go together, or an unreadable question file.
+    """
+    if not args.answers and (args.answer_mode or args.misses):
+        raise ConfigError("--answer-mode and --misses go with --answers")
+    if args.answers and args.sweep:
+        raise ConfigError("--answers and --sweep cannot be combined")
     questions = load_questions(args.questions)
+    if args.answers:
+        answerers = {"both": ("assistant", "baseline"), "baseline": ("baseline",)}.get(
+            args.answer_mode, ("assistant",)
+        )
+        return run_answer_eval(
+            questions,
+            settings,
+            out=out,
+            answerers=answerers,
+            searcher=searcher_factory(settings),
+            embedder=embedder_factory(settings) if "baseline" in answerers else None,
+            as_json=args.json,
+            misses=args.misses,
+        )
     if args.sweep:
         grid = parse_grid(args.sweep, settings=settings)
         from assistant.embeddings.factory import make_embedder
@@ -90,6 +116,39 @@ def run_eval(
         json.dumps(report_to_json(report), indent=2) if args.json else format_report(report),
         file=out,
     )
+    return 0
+
+
+def run_answer_eval(
+    questions: Sequence[EvalQuestion],
+    settings: Settings,
+    *,
+    out: TextIO,
+    answerers: Sequence[str],
+    searcher: Searcher,
+    embedder: Embedder | None,
+    as_json: bool,
+    misses: bool,
+) -> int:
+    """Score the answers of each of ``answerers`` and print the report; return the exit code."""
+    from assistant.answering.evaluation import evaluate_answers
+    from assistant.answering.evaluation_report import (
+        format_answer_reports,
+        format_misses,
+        reports_to_json,
+    )
+    from assistant.answering.service import build_assistant
+
+    service = build_assistant(settings, searcher=searcher)
+    reports = evaluate_answers(service, questions, answerers=answerers, embedder=embedder)
+    if as_json:
+        print(json.dumps(reports_to_json(reports), indent=2, ensure_ascii=False), file=out)
+        return 0
+    print(format_answer_reports(reports), file=out)
+    if misses:
+        for report in reports:
+            print("", file=out)
+            print(format_misses(report), file=out)
     return 0
 
 

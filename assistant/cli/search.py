@@ -1,16 +1,19 @@
-"""``python -m assistant search|eval``: search the index from a shell or a script.
+"""``python -m assistant search|ask|eval``: search and ask from a shell or a script.
 
 ``search "question"`` prints ranked results; ``search --json`` reads JSONL
 questions on stdin and writes one JSON line per question (flushed at once, so a
 long-running caller can keep the process open; the model loads once and new
-ingests are picked up between questions). ``eval`` scores retrieval against a
-question set. Exit codes: 0 success, 1 runtime failure, 2 usage or configuration.
+ingests are picked up between questions). ``ask`` answers as the chat does
+(`assistant.cli.ask`). ``eval`` scores retrieval, or with ``--answers`` the
+answers, against a question set (`assistant.cli.evaluate`). Exit codes: 0
+success, 1 runtime failure, 2 usage or configuration.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
 import json
 import os
 import sys
@@ -27,16 +30,24 @@ from assistant.cli._common import (
     report_error,
     settings_with_index,
 )
-from assistant.config import Settings
+from assistant.config import EmbeddingSettings, Settings
 from assistant.errors import AssistantError, ConfigError
-from assistant.protocols import Searcher
+from assistant.protocols import Embedder, Searcher
 from assistant.types import HEADING_SEPARATOR, SearchFilters, SearchResult
 from assistant.words import quoted_list
 
-__all__ = ["EXIT_FAILED", "EXIT_USAGE", "build_searcher", "main", "result_to_json"]
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_USAGE",
+    "build_embedder",
+    "build_searcher",
+    "main",
+    "result_to_json",
+]
 
 
 SearcherFactory = Callable[[Settings], Searcher]
+EmbedderFactory = Callable[[Settings], Embedder]
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
@@ -60,7 +71,13 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--date-to", default="", help="effective on or before YYYY-MM-DD")
     search.add_argument("--trace", action="store_true", help="also print the retrieval trace")
     _add_common(search)
-    ev = commands.add_parser("eval", help="measure retrieval against a question set")
+    ask = commands.add_parser("ask", help="answer a question as the chat does")
+    ask.add_argument("question", nargs="?", help="omit with --json to read JSONL from stdin")
+    ask.add_argument("-k", type=int, help="sources per answer (env ASSISTANT_TOP_K)")
+    ask.add_argument("--source", action="append", default=[], help="only this document")
+    ask.add_argument("--tag", action="append", default=[], help="only documents with a tag")
+    _add_common(ask)
+    ev = commands.add_parser("eval", help="measure retrieval (or answers) against a question set")
     ev.add_argument("questions", type=Path, help="JSONL questions with gold sections")
     ev.add_argument("-k", type=int, nargs="+", help="recall cutoffs (default 1 3 5 10)")
     ev.add_argument(
@@ -71,6 +88,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("--docs", type=Path, default=Path("data/policies"), help="corpus for --sweep")
     ev.add_argument("--plot", type=Path, default=Path("sweep.png"), help="PNG for --sweep")
+    ev.add_argument("--answers", action="store_true", help="score the answers, not the ranking")
+    ev.add_argument(
+        "--answer-mode",
+        choices=("assistant", "baseline", "both"),
+        help="with --answers: the assistant (default), the cosine baseline, or both side by side",
+    )
+    ev.add_argument("--misses", action="store_true", help="with --answers: list each failure")
     _add_common(ev)
     return parser
 
@@ -89,7 +113,7 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         retrieval = replace(retrieval, min_score=args.min_score)
     if args.section_tokens is not None:
         retrieval = replace(retrieval, section_tokens=args.section_tokens)
-    if args.command == "search" and args.k is not None:
+    if args.command in ("search", "ask") and args.k is not None:
         retrieval = replace(retrieval, top_k=args.k)
     return replace(settings, retrieval=retrieval)
 
@@ -98,7 +122,19 @@ def build_searcher(settings: Settings) -> Searcher:
     """Return a `Retriever` over the configured index with the configured embedder."""
     from assistant.retrieval.factory import open_retriever
 
-    return open_retriever(settings)
+    return open_retriever(settings, embedder=build_embedder(settings))
+
+
+def build_embedder(settings: Settings) -> Embedder:
+    """Return the configured embedder; one per configuration and process, shared by commands."""
+    return _embedder(settings.embedding)
+
+
+@functools.cache
+def _embedder(embedding: EmbeddingSettings) -> Embedder:
+    from assistant.embeddings.factory import make_embedder
+
+    return make_embedder(embedding)
 
 
 def main(
@@ -109,6 +145,7 @@ def main(
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
     searcher_factory: SearcherFactory = build_searcher,
+    embedder_factory: EmbedderFactory = build_embedder,
 ) -> int:
     """Run ``python -m assistant`` and return the exit code."""
     err = stderr or sys.stderr
@@ -123,7 +160,19 @@ def main(
         if args.command == "eval":
             from assistant.cli.evaluate import run_eval
 
-            return run_eval(args, settings, out=io.out, searcher_factory=searcher_factory)
+            return run_eval(
+                args,
+                settings,
+                out=io.out,
+                searcher_factory=searcher_factory,
+                embedder_factory=embedder_factory,
+            )
+        if args.command == "ask":
+            from assistant.cli.ask import run_ask
+
+            return run_ask(
+                args, settings, stdin=io.stdin, out=io.out, searcher=searcher_factory(settings)
+            )
         return _search(args, settings, io, searcher_factory(settings))
     except AssistantError as exc:
         return report_error(exc, err)

@@ -1,11 +1,13 @@
 """Retrieval evaluation against a JSONL question set with gold sections.
 
 Each line is ``{"id", "question", "kind", "gold": [{"file", "heading_path",
-"must_contain"}]}``; an empty ``gold`` marks an unanswerable question. A gold
-entry is *found* at rank r when the r-th hit comes from ``file`` (``chunk.source
-== file``) and the hit's chunk text (heading path and body, not the expanded
-section) contains ``must_contain`` after collapsing whitespace and case. So the
-small chunk itself must hold the fact, which is what the prompt cites.
+"must_contain"}], "answer"}``; an empty ``gold`` marks an unanswerable question
+and ``answer``, an optional reference answer, is read only by the answer-level
+evaluation (`assistant.answering.evaluation`). A gold entry is *found* at rank r
+when the r-th hit comes from ``file`` (``chunk.source == file``) and the hit's
+chunk text (heading path and body, not the expanded section) contains
+``must_contain`` after collapsing whitespace and case (`GoldEntry.found_in`). So
+the small chunk itself must hold the fact, which is what the prompt cites.
 
 Recall@k over answerable questions is the fraction of a question's gold entries
 found in the top k, averaged; MRR@10 uses the first gold entry found. For the
@@ -24,7 +26,7 @@ from pathlib import Path
 
 from assistant.errors import ConfigError
 from assistant.protocols import Searcher
-from assistant.types import Hit
+from assistant.types import EvalQuestion, GoldEntry, Hit
 
 __all__ = [
     "DEFAULT_CUTOFFS",
@@ -39,25 +41,6 @@ __all__ = [
 ]
 
 DEFAULT_CUTOFFS = (1, 3, 5, 10)
-
-
-@dataclass(frozen=True, slots=True)
-class GoldEntry:
-    """Where an answer lives: a file and a passage it must contain."""
-
-    file: str
-    heading_path: str
-    must_contain: str
-
-
-@dataclass(frozen=True, slots=True)
-class EvalQuestion:
-    """One evaluation question; no gold entries means it cannot be answered."""
-
-    id: str
-    question: str
-    kind: str
-    gold: tuple[GoldEntry, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,10 +123,6 @@ def _mean(values: Iterable[float]) -> float:
     return sum(items) / len(items) if items else 0.0
 
 
-def _normalise(text: str) -> str:
-    return " ".join(text.split()).casefold()
-
-
 def load_questions(path: Path) -> list[EvalQuestion]:
     """Read a JSONL question file.
 
@@ -165,7 +144,13 @@ def load_questions(path: Path) -> list[EvalQuestion]:
                 for g in raw.get("gold", [])
             )
             questions.append(
-                EvalQuestion(str(raw["id"]), str(raw["question"]), str(raw.get("kind", "")), gold)
+                EvalQuestion(
+                    str(raw["id"]),
+                    str(raw["question"]),
+                    str(raw.get("kind", "")),
+                    gold,
+                    answer=str(raw.get("answer", "")),
+                )
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ConfigError(f"{path}:{number}: not a valid question line ({exc})") from exc
@@ -174,12 +159,7 @@ def load_questions(path: Path) -> list[EvalQuestion]:
 
 def found_ranks(gold: Sequence[GoldEntry], hits: Sequence[Hit]) -> tuple[int, ...]:
     """Return, per gold entry, the rank of the first hit that contains it (0 if none)."""
-    texts = [(h.rank, h.chunk.source, _normalise(h.chunk.text)) for h in hits]
-    ranks = []
-    for entry in gold:
-        needle = _normalise(entry.must_contain)
-        ranks.append(next((r for r, src, t in texts if src == entry.file and needle in t), 0))
-    return tuple(ranks)
+    return tuple(next((h.rank for h in hits if entry.found_in(h)), 0) for entry in gold)
 
 
 def evaluate(

@@ -23,6 +23,7 @@ from typing import Any
 
 import gradio as gr
 
+from assistant.answering.service import shown_text
 from assistant.config import Settings
 from assistant.errors import AssistantError, IndexNotFoundError
 from assistant.protocols import AnswerStream, ChatService
@@ -161,10 +162,8 @@ def _stream(
         return
     timings = {"first token": first, "total": time.perf_counter() - started}
     # The checked answer drops citation markers that point at no source.
-    body = answer.text if answer.text.strip() else shown
-    if stream.error:
-        body += f"\n\n*{stream.error}*"
-    messages = [gr.ChatMessage(content=body or "(no answer)")]
+    body = shown_text(answer, streamed=shown, error=stream.error)
+    messages = [gr.ChatMessage(content=body)]
     if answer.sources:
         title = "Closest sections (no good match)" if stream.result.no_good_match else "Sources"
         messages.append(gr.ChatMessage(content=sources_markdown(answer), metadata={"title": title}))

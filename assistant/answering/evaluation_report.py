@@ -1,0 +1,86 @@
+"""The answer-level evaluation as a readable table, a list of misses, or JSON."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from assistant.answering.evaluation import METRICS, TOP_SECTIONS, AnswerOutcome, AnswerReport
+
+__all__ = ["format_answer_reports", "format_misses", "reports_to_json"]
+
+
+def format_answer_reports(reports: Sequence[AnswerReport]) -> str:
+    """Return the reports side by side, one column per answerer: overall, then per kind."""
+    if not reports:
+        return ""
+    label_width = max(len(label) for _, label in METRICS) + 2
+    lines = [" " * label_width + "".join(f"{r.answerer:>12}" for r in reports)]
+    for kind in [None, *reports[0].kinds()]:
+        counts = reports[0].counts(kind)
+        lines.append(
+            f"{kind or 'all'}: {counts['answerable']} answerable ({counts['with_figures']} with "
+            f"figures, {counts['gold_top5']} gold in top {TOP_SECTIONS}), "
+            f"{counts['unanswerable']} unanswerable"
+        )
+        rows = [(r.figures(kind)) for r in reports]
+        for key, label in METRICS:
+            if any(key in row for row in rows):
+                cells = "".join(_cell(key, row.get(key)) for row in rows)
+                lines.append(f"  {label:<{label_width - 2}}{cells}")
+    return "\n".join(lines)
+
+
+def _cell(key: str, value: float | None) -> str:
+    if value is None:
+        return f"{'-':>12}"
+    return f"{value:>12.1f}" if key == "median_words" else f"{value:>12.3f}"
+
+
+def format_misses(report: AnswerReport) -> str:
+    """Return each failed question: what failed, the question, the gold phrases, the answer."""
+    lines = [f"misses of {report.answerer}: {len(report.misses())} of {len(report.outcomes)}"]
+    for outcome in report.misses():
+        failed = list(outcome.failures())
+        if outcome.missing_figures and "figures" in failed:
+            failed[failed.index("figures")] = (
+                "figures (missing " + ", ".join(outcome.missing_figures) + ")"
+            )
+        question = outcome.question
+        lines.append(f"{question.id} [{question.kind}, {outcome.mode}] {'; '.join(failed)}")
+        lines.append(f"  question: {question.question}")
+        for gold in question.gold:
+            lines.append(f"  gold: {gold.must_contain!r} in {gold.file}")
+        answer = "\n".join("    " + line for line in outcome.answer.splitlines() if line.strip())
+        lines.append(f"  answer:\n{answer or '    (empty)'}")
+    return "\n".join(lines)
+
+
+def reports_to_json(reports: Sequence[AnswerReport]) -> dict[str, object]:
+    """Return the reports as JSON-ready data: per answerer, overall, per kind, per question."""
+    return {
+        report.answerer: {
+            "overall": report.figures(),
+            "by_kind": {kind: report.figures(kind) for kind in report.kinds()},
+            "counts": report.counts(),
+            "counts_by_kind": {kind: report.counts(kind) for kind in report.kinds()},
+            "questions": [_outcome_json(o) for o in report.outcomes],
+        }
+        for report in reports
+    }
+
+
+def _outcome_json(outcome: AnswerOutcome) -> dict[str, object]:
+    return {
+        "id": outcome.question.id,
+        "kind": outcome.question.kind,
+        "mode": outcome.mode,
+        "answer": outcome.answer,
+        "gold_phrase": outcome.gold_phrase,
+        "reference_figures": list(outcome.reference_figures),
+        "missing_figures": list(outcome.missing_figures),
+        "cited_gold_file": outcome.cited_gold_file,
+        "words": outcome.words,
+        "refused": outcome.refused,
+        "gold_top5": outcome.gold_top5,
+        "failures": list(outcome.failures()),
+    }

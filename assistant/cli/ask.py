@@ -1,0 +1,157 @@
+"""``python -m assistant ask``: the chat's answer, from a shell or a script.
+
+``ask "question"`` prints the answer as the chat shows it, then a short numbered
+list of the sources it cites. ``ask --json`` reads ``{"id", "question"}`` lines
+on stdin and writes one JSON line per line read (flushed at once; the embedder
+and the chat model load once per process, and a later ingest is picked up
+between questions):
+
+``{"id", "answer", "mode", "no_good_match", "citations": [{"n", "chunk_id",
+"source", "heading_path", "page"}], "unsupported": [...], "sources": [{"n",
+"chunk_id", "source", "heading_path", "page", "score"}]}``
+
+``answer`` is the text the chat shows (`shown_text`, citation markers
+included); ``mode`` is ``extractive``, ``model`` or ``no good match`` (and
+``no_good_match`` is true exactly for the last); ``unsupported`` lists the
+sentences the citation check flagged; ``sources`` are the numbered sources, so
+``[n]`` in the answer is the source with that ``n``. A line that cannot be
+answered gets ``{"id", "error"}`` and the next line is read. The settings are
+the chat's (``ASSISTANT_*``, including ``ASSISTANT_LLM_*`` for a model).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from typing import TextIO
+
+from assistant.answering.service import AnswerRun, Assistant, build_assistant, finish
+from assistant.cli._common import EXIT_OK
+from assistant.config import Settings
+from assistant.errors import AssistantError, ConfigError
+from assistant.protocols import Searcher
+from assistant.types import HEADING_SEPARATOR, Answer, Hit, SearchFilters
+
+__all__ = ["answer_to_json", "format_answer", "run_ask"]
+
+logger = logging.getLogger(__name__)
+
+
+def run_ask(
+    args: argparse.Namespace,
+    settings: Settings,
+    *,
+    stdin: TextIO,
+    out: TextIO,
+    searcher: Searcher,
+) -> int:
+    """Answer ``args.question``, or every JSON line of ``stdin`` with ``--json``.
+
+    Raises:
+        ConfigError: No question and no ``--json``.
+        AssistantError: Answering the one question given failed (for example, no index).
+    """
+    service = build_assistant(settings, searcher=searcher)
+    filters = SearchFilters(sources=tuple(args.source), tags=tuple(args.tag))
+    k = settings.retrieval.top_k
+    if not args.json:
+        if args.question is None:
+            raise ConfigError("give a question, or --json to read questions from stdin")
+        run = service.ask(args.question, k=k, filters=filters)
+        answer, shown = finish(run)
+        print(format_answer(answer, shown, no_good_match=run.mode == "no good match"), file=out)
+        return EXIT_OK
+    if args.question is not None:
+        _write(out, _answer_line(service, None, args.question, k=k, filters=filters))
+        return EXIT_OK
+    for line in stdin:
+        if line.strip():
+            _write(out, _request_line(service, line, k=k, filters=filters))
+    return EXIT_OK
+
+
+def _request_line(
+    service: Assistant, line: str, *, k: int, filters: SearchFilters
+) -> dict[str, object]:
+    try:
+        request = json.loads(line)
+    except ValueError as exc:
+        return {"id": None, "error": f"bad request line: {exc}"}
+    if not isinstance(request, dict):
+        return {"id": None, "error": "bad request line: not a JSON object"}
+    question_id, question = request.get("id"), request.get("question")
+    if not isinstance(question, str) or not question.strip():
+        return {
+            "id": question_id,
+            "error": "bad request line: 'question' must be a non-empty string",
+        }
+    return _answer_line(service, question_id, question, k=k, filters=filters)
+
+
+def _answer_line(
+    service: Assistant, question_id: object, question: str, *, k: int, filters: SearchFilters
+) -> dict[str, object]:
+    try:
+        run = service.ask(question, k=k, filters=filters)
+        answer, shown = finish(run)
+    except AssistantError as exc:
+        logger.warning("question %r failed: %s", question_id, exc)
+        return {"id": question_id, "error": str(exc)}
+    return {"id": question_id, **answer_to_json(run, answer, shown)}
+
+
+def _write(out: TextIO, record: dict[str, object]) -> None:
+    out.write(json.dumps(record, ensure_ascii=False) + "\n")
+    out.flush()
+
+
+def answer_to_json(run: AnswerRun, answer: Answer, shown: str) -> dict[str, object]:
+    """Return the contract shape of one finished answer (without ``id``)."""
+    return {
+        "answer": shown,
+        "mode": run.mode,
+        "no_good_match": run.mode == "no good match",
+        "citations": [{"n": c.number, **_where(c.hit)} for c in answer.citations],
+        "unsupported": list(answer.unsupported_sentences),
+        "sources": [
+            {"n": n, **_where(hit), "score": round(hit.score, 4)}
+            for n, hit in enumerate(answer.sources, start=1)
+        ],
+    }
+
+
+def _where(hit: Hit) -> dict[str, object]:
+    # The same conventions as `search --json` (`result_to_json`).
+    return {
+        "chunk_id": hit.chunk.chunk_id,
+        "source": hit.chunk.source,
+        "heading_path": HEADING_SEPARATOR.join(hit.chunk.heading_path),
+        "page": hit.chunk.page or None,
+    }
+
+
+def format_answer(answer: Answer, shown: str, *, no_good_match: bool) -> str:
+    """Return the answer text, then its numbered sources and any statements to check.
+
+    Cited sources are listed in number order; when none is cited (no good
+    match, or an answer without markers) every source is listed, as the chat does.
+    """
+    cited = {c.number for c in answer.citations}
+    numbered = [
+        (n, hit) for n, hit in enumerate(answer.sources, start=1) if not cited or n in cited
+    ]
+    lines = [shown]
+    if numbered:
+        title = "Closest sections:" if no_good_match else "Sources:"
+        lines += ["", title]
+        lines += [f"[{n}] {_source_line(hit)}" for n, hit in numbered]
+    if answer.unsupported_sentences:
+        lines += ["", "Check these statements (their words or figures are not in the source):"]
+        lines += [f"  {sentence}" for sentence in answer.unsupported_sentences]
+    return "\n".join(lines)
+
+
+def _source_line(hit: Hit) -> str:
+    page = f", page {hit.chunk.page}" if hit.chunk.page else ""
+    return f"{hit.chunk.breadcrumb} — {hit.chunk.source}{page}"
