@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from assistant.answering.extractive import EXTRACTIVE_LABEL
-from assistant.answering.llm import OpenAIChat
 from assistant.answering.grounding import UNSUPPORTED_MARK
+from assistant.answering.llm import OpenAIChat
 from assistant.answering.service import Assistant, build_assistant
 from assistant.config import LLMSettings, Settings
 from assistant.protocols import AnswerStream, ChatService
