@@ -10,6 +10,7 @@ details go to the log (without prompts, user text or keys).
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
@@ -28,6 +29,7 @@ logger = logging.getLogger(__name__)
 
 LENGTH_NOTE = "\n\n*(The answer was cut off at the length limit, ASSISTANT_LLM_MAX_TOKENS.)*"
 _THINK_OPEN, _THINK_CLOSE = "<think>", "</think>"
+_CONTEXT_WORDS = re.compile(r"context[ _](?:window|length|size)")
 
 
 class VisibleText:
@@ -222,7 +224,7 @@ def _user_message(exc: oa.OpenAIError, *, timeout: float, mid_stream: bool) -> s
         return "The language model rejected the API key; check ASSISTANT_LLM_API_KEY."
     if isinstance(exc, oa.NotFoundError):
         return "The language model was not found; check ASSISTANT_LLM_MODEL."
-    if isinstance(exc, oa.BadRequestError) and exc.code == "context_length_exceeded":
+    if isinstance(exc, oa.BadRequestError) and _is_context_error(exc):
         return (
             "The question and its sources exceed the model's context window; ask a "
             "shorter question or lower ASSISTANT_CONTEXT_TOKENS."
@@ -232,6 +234,13 @@ def _user_message(exc: oa.OpenAIError, *, timeout: float, mid_stream: bool) -> s
             return f"The language model service failed (HTTP {exc.status_code}); try again."
         return f"The language model refused the request (HTTP {exc.status_code})."
     return "The language model failed; try again."
+
+
+def _is_context_error(exc: oa.BadRequestError) -> bool:
+    # OpenAI says code "context_length_exceeded"; llama.cpp's servers say
+    # "exceed_context_size_error" or "Requested tokens (n) exceed context window of m".
+    text = f"{exc.code} {exc.type} {exc.message}".lower()
+    return "context_length_exceeded" in text or _CONTEXT_WORDS.search(text) is not None
 
 
 def _to_params(messages: Sequence[dict[str, str]]) -> list[oa.ChatCompletionMessageParam]:
