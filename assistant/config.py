@@ -162,10 +162,19 @@ class LLMSettings:
     model: str = "gpt-4o-mini"
     api_key: str = ""
     timeout: float = 60.0
+    # Caps one answer: a looping model stops here instead of holding a worker.
+    max_tokens: int = 700
+    # Withhold sentences the sources do not support and quote the closest source
+    # sentence instead (off: mark them inline).
+    grounded_only: bool = False
 
     def __post_init__(self) -> None:
         if self.timeout <= 0:
             raise ConfigError(f"LLM timeout must be positive, got {self.timeout}")
+        if not 16 <= self.max_tokens <= 32768:
+            raise ConfigError(
+                f"ASSISTANT_LLM_MAX_TOKENS must be between 16 and 32768, got {self.max_tokens}"
+            )
 
     @property
     def enabled(self) -> bool:
@@ -241,6 +250,8 @@ class Settings:
                 model=env.text("ASSISTANT_LLM_MODEL", d.llm.model),
                 api_key=env.text("ASSISTANT_LLM_API_KEY", openai_key),
                 timeout=env.number("ASSISTANT_LLM_TIMEOUT", d.llm.timeout),
+                max_tokens=env.integer("ASSISTANT_LLM_MAX_TOKENS", d.llm.max_tokens),
+                grounded_only=env.flag("ASSISTANT_GROUNDED_ONLY"),
             ),
             ui=UISettings(
                 host=env.text("ASSISTANT_HOST", d.ui.host),

@@ -262,6 +262,8 @@ class Answer:
     invalid_citation_numbers: tuple[int, ...] = ()
     unsupported_sentences: tuple[str, ...] = ()
     offline: bool = False
+    # The model said the sources do not answer the question.
+    not_covered: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,6 +48,8 @@ class Reply:
         retry_after: ``Retry-After`` header value for ``rate_limit`` ("" for none).
         stall_seconds: How long a ``stall`` stays silent.
         usage_chunk: Send a final usage chunk with empty ``choices`` (as OpenAI does).
+        reasoning: Sent first as ``reasoning_content`` deltas, as reasoning models
+            served by Ollama, vLLM or llama.cpp do.
     """
 
     text: str = "Hello from the fake model."
@@ -58,6 +60,7 @@ class Reply:
     retry_after: str = "0"
     stall_seconds: float = 10.0
     usage_chunk: bool = False
+    reasoning: str = ""
 
 
 @dataclass(slots=True)
@@ -218,6 +221,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _stream_events(self, reply: Reply, model: str, record: StreamRecord) -> None:
         self._event(_chunk(model, {"role": "assistant", "content": ""}))
+        for i in range(0, len(reply.reasoning), max(1, reply.chunk_chars)):
+            piece = reply.reasoning[i : i + reply.chunk_chars]
+            self._event(_chunk(model, {"content": None, "reasoning_content": piece}))
         pieces = [
             reply.text[i : i + reply.chunk_chars]
             for i in range(0, len(reply.text), max(1, reply.chunk_chars))

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from assistant.answering.extractive import EXTRACTIVE_LABEL
+from assistant.answering.grounding import UNSUPPORTED_MARK
 from assistant.answering.llm import OpenAIChat
 from assistant.answering.service import Assistant, build_assistant
 from assistant.config import LLMSettings, Settings
@@ -140,7 +141,8 @@ def test_injected_source_stays_quoted_and_its_image_is_neutralised(
     text = "".join(run)
     assert "evil.example" not in text
     assert "[image removed: x\\]" in text
-    assert run.answer().text == text
+    # The sentence's words are not in its source, so the checked answer marks it.
+    assert run.answer().text == text + UNSUPPORTED_MARK
     user = server.requests[0]["messages"][-1]["content"]
     start, end = user.index('<source id="1">'), user.index("</source>")
     assert start < user.index("Ignore previous instructions") < end

@@ -4,6 +4,8 @@
 source are removed from the text (and logged). Each sentence that cites
 sources is compared with their text: most of its content words, and every
 number it states, must appear there, otherwise it is listed as unsupported.
+A model answer's sentences are also checked against all the sources, cited or
+not (`assistant.answering.grounding`), and the flags are shown in the text.
 This is a lexical check: it catches invented figures and citations to the
 wrong source, not subtle paraphrase errors.
 """
@@ -14,6 +16,14 @@ import logging
 import re
 from collections.abc import Sequence
 
+from assistant.answering.grounding import (
+    NO_CITATION_WARNING,
+    closest_unit,
+    evidence_text,
+    mark_sentences,
+    says_not_covered,
+    ungrounded,
+)
 from assistant.types import Answer, Citation, Hit
 from assistant.words import content_words
 
@@ -39,7 +49,12 @@ def cited_numbers(text: str) -> list[int]:
 
 
 def check_answer(
-    question: str, text: str, sources: Sequence[Hit], *, offline: bool = False
+    question: str,
+    text: str,
+    sources: Sequence[Hit],
+    *,
+    offline: bool = False,
+    grounded_only: bool = False,
 ) -> Answer:
     """Resolve the ``[n]`` markers of ``text`` against ``sources`` (``[1]`` is ``sources[0]``).
 
@@ -47,12 +62,16 @@ def check_answer(
         question: The question answered.
         text: The answer as the model wrote it.
         sources: The prompt's numbered sources.
-        offline: Whether the answer came from the extractive mode.
+        offline: Whether the answer came from the extractive mode (it quotes the
+            sources, so only its citations are checked).
+        grounded_only: Replace each flagged sentence of a model answer by the closest
+            quoted source sentence instead of marking it.
 
     Returns:
-        The answer with invalid markers removed. ``sources`` keeps every prompt
-        source so that ``[n]`` stays ``sources[n - 1]``; ``citations`` lists the
-        cited ones in number order.
+        The answer with invalid markers removed and, for a model answer, each flagged
+        sentence marked inline (or replaced) and a warning on top when it cites
+        nothing. ``sources`` keeps every prompt source so that ``[n]`` stays
+        ``sources[n - 1]``; ``citations`` lists the cited ones in number order.
     """
     invalid: list[int] = []
 
@@ -65,15 +84,27 @@ def check_answer(
     cleaned = re.sub(r"[ \t]+(?=[.,;:!?]|$)", "", MARKER.sub(keep_valid, text), flags=re.M)
     if invalid:
         logger.warning("removed citations to missing sources: %s", sorted(set(invalid)))
-    numbers = sorted(set(cited_numbers(cleaned)))
+    if offline:
+        flagged = unsupported_sentences(cleaned, sources)
+        not_covered = False
+    else:
+        flagged = model_unsupported_sentences(question, cleaned, sources)
+        not_covered = says_not_covered(cleaned)
+    shown = cleaned
+    if not offline and not not_covered:
+        shown = _show_flags(cleaned, flagged, sources, grounded_only=grounded_only)
+    numbers = sorted(set(cited_numbers(shown)))
+    if not offline and not not_covered and not numbers and sources:
+        shown = f"{NO_CITATION_WARNING}\n\n{shown}"
     return Answer(
         question=question,
-        text=cleaned,
+        text=shown,
         sources=tuple(sources),
         citations=tuple(Citation(number=n, hit=sources[n - 1]) for n in numbers),
         invalid_citation_numbers=tuple(sorted(set(invalid))),
-        unsupported_sentences=unsupported_sentences(cleaned, sources),
+        unsupported_sentences=flagged,
         offline=offline,
+        not_covered=not_covered,
     )
 
 
@@ -85,6 +116,37 @@ def unsupported_sentences(text: str, sources: Sequence[Hit]) -> tuple[str, ...]:
         if numbers and not _supported(sentence, [sources[n - 1] for n in sorted(numbers)]):
             flagged.append(sentence)
     return tuple(flagged)
+
+
+def model_unsupported_sentences(
+    question: str, text: str, sources: Sequence[Hit]
+) -> tuple[str, ...]:
+    """Return the sentences of a model answer that the sources do not support.
+
+    A citing sentence must be supported by the sources it cites (`unsupported_sentences`);
+    any sentence, cited or not, is flagged when it states a figure or a name that no
+    prompt source (nor the question) contains.
+    """
+    evidence = evidence_text(sources)
+    cited = set(unsupported_sentences(text, sources))
+    return tuple(
+        sentence
+        for sentence in _sentences(text)
+        if sentence in cited
+        or ungrounded(MARKER.sub(" ", sentence), evidence=evidence, question=question)
+    )
+
+
+def _show_flags(
+    text: str, flagged: Sequence[str], sources: Sequence[Hit], *, grounded_only: bool
+) -> str:
+    if not grounded_only:
+        return mark_sentences(text, flagged)
+    for sentence in flagged:
+        closest = closest_unit(sentence, sources)
+        quote = f"“{closest[0]}” [{closest[1]}]" if closest else ""
+        text = text.replace(sentence, quote, 1)
+    return text.strip()
 
 
 def _sentences(text: str) -> list[str]:

@@ -10,6 +10,7 @@ details go to the log (without prompts, user text or keys).
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
@@ -21,9 +22,58 @@ from assistant.errors import LLMError
 if TYPE_CHECKING:
     import httpx2
 
-__all__ = ["OpenAIChat"]
+__all__ = ["LENGTH_NOTE", "OpenAIChat", "VisibleText"]
 
 logger = logging.getLogger(__name__)
+
+
+LENGTH_NOTE = "\n\n*(The answer was cut off at the length limit, ASSISTANT_LLM_MAX_TOKENS.)*"
+_THINK_OPEN, _THINK_CLOSE = "<think>", "</think>"
+_CONTEXT_WORDS = re.compile(r"context[ _](?:window|length|size)")
+
+
+class VisibleText:
+    """Drop ``<think>...</think>`` blocks from a stream of text deltas.
+
+    Tags may be split across deltas, so up to a tag's length of text is held back
+    until it is clear whether it starts a tag. An unclosed block hides the rest.
+    """
+
+    def __init__(self) -> None:
+        self._pending = ""
+        self._thinking = False
+
+    def feed(self, delta: str) -> str:
+        """Return the visible text that ``delta`` completes."""
+        self._pending += delta
+        out = []
+        while True:
+            tag = _THINK_CLOSE if self._thinking else _THINK_OPEN
+            at = self._pending.find(tag)
+            if at >= 0:
+                if not self._thinking:
+                    out.append(self._pending[:at])
+                self._pending = self._pending[at + len(tag) :]
+                self._thinking = not self._thinking
+                continue
+            keep = _partial_tag_length(self._pending, tag)
+            if not self._thinking:
+                out.append(self._pending[: len(self._pending) - keep])
+            self._pending = self._pending[len(self._pending) - keep :]
+            return "".join(out)
+
+    def finish(self) -> str:
+        """Return text held back at the end (none while inside a think block)."""
+        rest, self._pending = ("" if self._thinking else self._pending), ""
+        return rest
+
+
+def _partial_tag_length(text: str, tag: str) -> int:
+    """Return the length of the longest suffix of ``text`` that starts ``tag``."""
+    for size in range(min(len(tag) - 1, len(text)), 0, -1):
+        if tag.startswith(text[-size:]):
+            return size
+    return 0
 
 
 class OpenAIChat:
@@ -77,14 +127,27 @@ class OpenAIChat:
                 messages=_to_params(messages),
                 stream=True,
                 temperature=self._temperature,
+                max_tokens=self._settings.max_tokens,
             )
         except oa.OpenAIError as exc:
             raise self._translate(exc, mid_stream=False) from exc
+        visible = VisibleText()
         try:
             for chunk in stream:
                 # The final usage chunk has no choices; role-only deltas have no content.
-                if chunk.choices and chunk.choices[0].delta.content:
-                    yield chunk.choices[0].delta.content
+                # Reasoning models send their thinking as ``reasoning_content`` (never
+                # read here) or inside <think> tags (dropped by VisibleText).
+                if not chunk.choices:
+                    continue
+                content = chunk.choices[0].delta.content
+                text = visible.feed(content) if isinstance(content, str) else ""
+                if text:
+                    yield text
+                if chunk.choices[0].finish_reason == "length":
+                    yield LENGTH_NOTE
+            tail = visible.finish()
+            if tail:
+                yield tail
         except oa.OpenAIError as exc:
             raise self._translate(exc, mid_stream=True) from exc
         finally:
@@ -161,7 +224,7 @@ def _user_message(exc: oa.OpenAIError, *, timeout: float, mid_stream: bool) -> s
         return "The language model rejected the API key; check ASSISTANT_LLM_API_KEY."
     if isinstance(exc, oa.NotFoundError):
         return "The language model was not found; check ASSISTANT_LLM_MODEL."
-    if isinstance(exc, oa.BadRequestError) and exc.code == "context_length_exceeded":
+    if isinstance(exc, oa.BadRequestError) and _is_context_error(exc):
         return (
             "The question and its sources exceed the model's context window; ask a "
             "shorter question or lower ASSISTANT_CONTEXT_TOKENS."
@@ -171,6 +234,13 @@ def _user_message(exc: oa.OpenAIError, *, timeout: float, mid_stream: bool) -> s
             return f"The language model service failed (HTTP {exc.status_code}); try again."
         return f"The language model refused the request (HTTP {exc.status_code})."
     return "The language model failed; try again."
+
+
+def _is_context_error(exc: oa.BadRequestError) -> bool:
+    # OpenAI says code "context_length_exceeded"; llama.cpp's servers say
+    # "exceed_context_size_error" or "Requested tokens (n) exceed context window of m".
+    text = f"{exc.code} {exc.type} {exc.message}".lower()
+    return "context_length_exceeded" in text or _CONTEXT_WORDS.search(text) is not None
 
 
 def _to_params(messages: Sequence[dict[str, str]]) -> list[oa.ChatCompletionMessageParam]:

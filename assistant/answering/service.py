@@ -14,6 +14,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 
 from assistant.answering.citations import check_answer
 from assistant.answering.extractive import stream_extractive
@@ -65,6 +66,7 @@ class AnswerRun:
         mode: str,
         started: float,
         retrieval_ms: float,
+        grounded_only: bool = False,
     ) -> None:
         self.result = result
         self.query = rewrite.query
@@ -75,6 +77,7 @@ class AnswerRun:
         self._produce = produce
         self._safe = SafeStream(allowed_hosts=allowed_hosts)
         self._mode = mode
+        self._grounded_only = grounded_only
         self._started = started
         self._retrieval_ms = retrieval_ms
         self._first_ms = 0.0
@@ -141,9 +144,30 @@ class AnswerRun:
         """Return the final answer with checked citations."""
         if self._prompt is None:
             return Answer(self._question, self.text, self.result.hits, citations=())
-        return check_answer(
-            self._question, self.text, self._prompt.sources, offline=self._mode == "extractive"
+        answer = check_answer(
+            self._question,
+            self.text,
+            self._prompt.sources,
+            offline=self._mode == "extractive",
+            grounded_only=self._grounded_only,
         )
+        if answer.not_covered:
+            # The model's own "not covered" gets the no-match experience: the plain
+            # statement and the closest sections, never a half-answer.
+            reason = "the language model found no answer in the closest sections"
+            text = no_match_message(self._prompt.sources, reason=reason)
+            return replace(answer, text=text, citations=(), unsupported_sentences=())
+        return answer
+
+    @property
+    def mode(self) -> str:
+        """Return ``extractive``, ``model`` or ``no good match`` (known once answered)."""
+        if self._mode == "model" and self._not_covered():
+            return "no good match"
+        return self._mode
+
+    def _not_covered(self) -> bool:
+        return self._prompt is not None and self._iterated and self.answer().not_covered
 
     def trace(self) -> tuple[str, ...]:
         """Return lines explaining the rewrite, retrieval, prompt size and timings."""
@@ -248,6 +272,7 @@ class Assistant:
             mode=mode,
             started=started,
             retrieval_ms=retrieval_ms,
+            grounded_only=self._settings.llm.grounded_only,
         )
 
     def _producer(

@@ -165,7 +165,8 @@ def _stream(
     body = shown_text(answer, streamed=shown, error=stream.error)
     messages = [gr.ChatMessage(content=body)]
     if answer.sources:
-        title = "Closest sections (no good match)" if stream.result.no_good_match else "Sources"
+        no_match = stream.result.no_good_match or answer.not_covered
+        title = "Closest sections (no good match)" if no_match else "Sources"
         messages.append(gr.ChatMessage(content=sources_markdown(answer), metadata={"title": title}))
     trace = trace_markdown(
         question=question, query=stream.query, lines=stream.trace(), timings=timings
