@@ -131,11 +131,6 @@ class AnswerRun:
             self._upstream = upstream
 
     @property
-    def mode(self) -> str:
-        """Return how the answer is produced: ``model``, ``extractive`` or ``no good match``."""
-        return self._mode
-
-    @property
     def text(self) -> str:
         """Return the neutralised answer text so far."""
         return self._safe.text
