@@ -33,11 +33,43 @@ __all__ = [
     "StoredDocument",
     "Turn",
     "chunk_id",
+    "shorten_heading",
+    "shown_heading_path",
 ]
 
 BlockKind = Literal["paragraph", "list_item", "table", "code", "heading", "faq", "other"]
 
 HEADING_SEPARATOR = " > "
+
+
+# Caps on what every chunk repeats: a stray setext ``=`` line can turn a whole
+# paragraph into a heading, and a path is prepended to (and embedded with) every
+# chunk under it. Real titles and headings, question headings included, fit.
+MAX_TITLE_CHARS = 120
+MAX_HEADING_CHARS = 200
+
+
+def shorten_heading(text: str, limit: int) -> str:
+    """Return ``text`` cut to at most ``limit`` characters at a word end, ending in "…"."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    if space > limit // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:-") + "…"
+
+
+def shown_heading_path(path: tuple[str, ...]) -> tuple[str, ...]:
+    """Return a heading path as chunks show it, each entry capped.
+
+    The first entry (the title, or the root heading) is cut to `MAX_TITLE_CHARS`
+    characters, every other heading to `MAX_HEADING_CHARS`.
+    """
+    return tuple(
+        shorten_heading(text, MAX_TITLE_CHARS if i == 0 else MAX_HEADING_CHARS)
+        for i, text in enumerate(path)
+    )
 
 
 def compose_chunk_text(heading_path: tuple[str, ...], prefix: str, body: str) -> str:

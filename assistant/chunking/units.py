@@ -21,7 +21,7 @@ from assistant.chunking.splitting import (
     split_table,
 )
 from assistant.config import ChunkingSettings
-from assistant.types import BlockKind, compose_chunk_text
+from assistant.types import BlockKind, compose_chunk_text, shown_heading_path
 
 if TYPE_CHECKING:  # tiktoken is only needed by whoever builds the tokenizer
     from assistant.tokens import Tokenizer
@@ -97,10 +97,15 @@ class Context:
         return self.count(self.text[start:end]) if start < end else 0
 
     def heading(self, path: tuple[str, ...]) -> tuple[tuple[str, ...], int]:
-        """Return the heading path as shown (shortened to half the budget) and its cost."""
+        """Return the heading path as shown and its cost in tokens.
+
+        Each heading is capped (`shown_heading_path`), then leading ancestors
+        are dropped until the path takes at most half the budget.
+        """
         cached = self._headings.get(path)
         if cached is None:
-            cached = self._headings[path] = _fit_heading(path, self.max_tokens // 2, self.count)
+            shown = shown_heading_path(path)
+            cached = self._headings[path] = _fit_heading(shown, self.max_tokens // 2, self.count)
         return cached
 
 
