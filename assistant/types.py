@@ -8,7 +8,7 @@ for Markdown and plain text, the extracted text for HTML, PDF and DOCX.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -31,6 +31,7 @@ __all__ = [
     "SearchResult",
     "Section",
     "StoredDocument",
+    "TokenWindow",
     "Turn",
     "chunk_id",
     "shorten_heading",
@@ -75,6 +76,18 @@ def shown_heading_path(path: tuple[str, ...]) -> tuple[str, ...]:
 def compose_chunk_text(heading_path: tuple[str, ...], prefix: str, body: str) -> str:
     """Return the text we embed for a chunk: heading path, blank line, prefix, body."""
     return HEADING_SEPARATOR.join(heading_path) + "\n\n" + prefix + body
+
+
+@dataclass(frozen=True, slots=True)
+class TokenWindow:
+    """What the embedding model reads of a chunk, handed to the chunker by the ingest.
+
+    ``count`` returns a text's length in the model's own tokens (special tokens
+    included); the model reads at most ``limit`` of them and drops the rest.
+    """
+
+    count: Callable[[str], int]
+    limit: int
 
 
 @dataclass(frozen=True, slots=True)

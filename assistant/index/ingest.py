@@ -32,15 +32,15 @@ from assistant.index.lock import writer_lock
 from assistant.index.plan import Candidate, IngestPlan, doc_key, is_whole, make_plan
 from assistant.protocols import Embedder
 from assistant.tokens import Tokenizer, get_tokenizer
-from assistant.types import Chunk, Document, Problem, StoredDocument, chunk_id
+from assistant.types import Chunk, Document, Problem, StoredDocument, TokenWindow, chunk_id
 
-__all__ = ["PIPELINE_VERSION", "IngestReport", "Progress", "ingest"]
+__all__ = ["PIPELINE_VERSION", "IngestReport", "Progress", "embedder_window", "ingest"]
 
 logger = logging.getLogger(__name__)
 
 # Bump when chunking changes shape, so every document is re-chunked once;
 # tests/test_pipeline_version.py fails when the sample chunks change without a bump.
-PIPELINE_VERSION = "1"
+PIPELINE_VERSION = "2"
 _EMBED_GROUP = 512
 
 Progress = Callable[[str, int, int], None]
@@ -202,17 +202,33 @@ def _parse_each(run: _Run, candidates: Sequence[Candidate]) -> Iterator[_Parsed]
     A generator, so only the documents of one embedding group are in memory.
     """
     tokenizer = get_tokenizer(run.settings.chunking.encoding)
+    window = embedder_window(run.embedder)
     for done, candidate in enumerate(candidates, 1):
         started = time.perf_counter()
         logger.debug("parsing %s", candidate.source)
-        parsed = _parse_one(run, candidate, tokenizer=tokenizer)
+        parsed = _parse_one(run, candidate, tokenizer=tokenizer, window=window)
         run.timed("parse", started)
         run.progress("documents", done, len(candidates))
         if parsed is not None:
             yield parsed
 
 
-def _parse_one(run: _Run, candidate: Candidate, *, tokenizer: Tokenizer) -> _Parsed | None:
+def embedder_window(embedder: Embedder) -> TokenWindow:
+    """Return the embedder's own token count and limit, for `chunk_document`.
+
+    The chunker cuts every chunk to what the model reads, so nothing is lost to
+    truncation; the chunking layer itself never imports a model.
+    """
+
+    def count(text: str) -> int:
+        return embedder.count_tokens([text])[0]
+
+    return TokenWindow(count=count, limit=embedder.max_input_tokens)
+
+
+def _parse_one(
+    run: _Run, candidate: Candidate, *, tokenizer: Tokenizer, window: TokenWindow
+) -> _Parsed | None:
     try:
         document = load_document(candidate.path, root=candidate.root, source=candidate.source)
     except EmptyDocumentError as exc:
@@ -223,7 +239,9 @@ def _parse_one(run: _Run, candidate: Candidate, *, tokenizer: Tokenizer) -> _Par
         logger.warning("skipping %s: %s", candidate.source, exc.reason)
         run.problems.append(Problem(candidate.source, exc.reason))
         return None
-    chunks = chunk_document(document, settings=run.settings.chunking, tokenizer=tokenizer)
+    chunks = chunk_document(
+        document, settings=run.settings.chunking, tokenizer=tokenizer, window=window
+    )
     if not chunks:
         logger.info("skipping %s: no text to index", candidate.source)
         run.skipped.append(Problem(candidate.source, "no text to index"))
@@ -232,6 +250,8 @@ def _parse_one(run: _Run, candidate: Candidate, *, tokenizer: Tokenizer) -> _Par
 
 
 def _flag_oversize(run: _Run, chunks: tuple[Chunk, ...]) -> tuple[Chunk, ...]:
+    # The chunker already cuts to the window; this only catches what it cannot
+    # (a single character the model counts as more tokens than it reads).
     limit = run.embedder.max_input_tokens
     counts = run.embedder.count_tokens([c.text for c in chunks])
     flagged = []
