@@ -253,6 +253,29 @@ def test_a_document_that_becomes_empty_loses_its_stored_chunks(tmp_path: Path) -
     assert {source for _, source in state(settings, embedder).values()} == {"hr/leave.md"}
 
 
+class NarrowEmbedder(FakeEmbedder):
+    """Reads only 40 of its tokens (one per word, plus two), far below the chunk budget."""
+
+    @property
+    def max_input_tokens(self) -> int:
+        return 40
+
+
+def test_chunks_are_cut_to_what_the_embedder_reads(tmp_path: Path) -> None:
+    docs = write_corpus(tmp_path / "docs")
+    settings = settings_for(tmp_path / "index")
+    narrow, wide = NarrowEmbedder(), FakeEmbedder()
+
+    report = ingest([docs], settings=settings, embedder=narrow)
+    texts = [text for text, _ in state(settings, narrow).values()]
+    wide_report = ingest([docs], settings=settings_for(tmp_path / "wide"), embedder=wide)
+
+    assert report.chunks_oversize == 0
+    assert max(narrow.count_tokens(texts)) <= 40
+    assert report.chunks_written > wide_report.chunks_written
+    assert any("12% per annum" in text for text in texts)
+
+
 def test_dry_run_plans_without_writing(tmp_path: Path) -> None:
     docs = write_corpus(tmp_path / "docs")
     settings = settings_for(tmp_path / "index")
