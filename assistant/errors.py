@@ -7,6 +7,7 @@ into an exit code or a short UI message in one place::
     AssistantError
     ├── ConfigError            bad settings or flags (names the setting and value)
     ├── DocumentError          one input file cannot be read or parsed (names the file)
+    │   └── EmptyDocumentError a file that holds no text (an ingest skips it, not a failure)
     ├── IndexNotFoundError     no index at the configured place: run `python ingest.py` first
     ├── IndexMismatchError     the index was built with another embedding model
     ├── IndexBusyError         another ingest holds the writer lock
@@ -23,6 +24,7 @@ __all__ = [
     "ConfigError",
     "DocumentError",
     "EmbeddingError",
+    "EmptyDocumentError",
     "IndexBusyError",
     "IndexMismatchError",
     "IndexNotFoundError",
@@ -52,6 +54,13 @@ class DocumentError(AssistantError):
         super().__init__(f"{source}: {reason}")
         self.source = source
         self.reason = reason
+
+
+class EmptyDocumentError(DocumentError):
+    """A file holds no text to index: blank, or only YAML front matter (a redirect page).
+
+    Not a fault of the file, so an ingest reports it as *skipped*, not failed.
+    """
 
 
 class IndexNotFoundError(AssistantError):

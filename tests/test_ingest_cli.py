@@ -57,7 +57,9 @@ def test_json_summary_contract_and_second_run_is_a_no_op(tmp_path: Path) -> None
         "unchanged": 0,
         "removed": 0,
         "failed": 1,
+        "skipped": 0,
     }
+    assert summary["documents"]["skipped"] == []
     assert summary["documents"]["failed"][0]["source"] == "notes.xyz"
     assert "unsupported" in summary["documents"]["failed"][0]["reason"]
     assert summary["chunks"]["written"] > 3
@@ -69,7 +71,7 @@ def test_json_summary_contract_and_second_run_is_a_no_op(tmp_path: Path) -> None
 
 def test_strict_fails_the_run_and_dry_run_prints_the_plan(tmp_path: Path) -> None:
     docs = small_corpus(tmp_path / "docs", count=2)
-    (docs / "empty.md").write_text("")
+    (docs / "binary.md").write_bytes(b"# T\n\x00\x01\x02")
     index = tmp_path / "index"
 
     plan = run_ingest(str(docs), "--index", str(index), "--dry-run")
@@ -78,9 +80,28 @@ def test_strict_fails_the_run_and_dry_run_prints_the_plan(tmp_path: Path) -> Non
     assert plan.returncode == 0
     assert "Plan (dry run" in plan.stdout
     assert "2 to add" in plan.stdout
-    assert "empty.md" in plan.stdout
+    assert "binary.md" in plan.stdout
     assert strict.returncode == 1
     assert not (index / "chroma").exists()
+
+
+def test_a_redirect_page_is_skipped_and_strict_still_succeeds(tmp_path: Path) -> None:
+    docs = small_corpus(tmp_path / "docs", count=1)
+    (docs / "moved.md").write_text("---\nredirect_to: /policy-0\n---\n")
+    index = tmp_path / "index"
+
+    strict = run_ingest(str(docs), "--index", str(index), "--strict", "--json")
+    text = run_ingest(str(docs), "--index", str(index))
+
+    assert strict.returncode == 0, strict.stderr
+    summary = json.loads(strict.stdout)
+    assert summary["counts"]["skipped"] == 1
+    assert summary["counts"]["failed"] == 0
+    assert summary["documents"]["skipped"][0]["source"] == "moved.md"
+    assert summary["documents"]["added"] == ["policy-0.md"]
+    assert text.returncode == 0
+    assert "1 skipped (no text)" in text.stdout
+    assert "skipped moved.md: no text found" in text.stdout
 
 
 def test_missing_folder_is_a_usage_error(tmp_path: Path) -> None:

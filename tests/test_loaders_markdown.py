@@ -71,6 +71,31 @@ def test_no_h1_prepends_title_and_preamble_section() -> None:
     assert sections[0].anchor == ""
 
 
+CAPTION = (
+    "Figure 7: quarterly loan disbursements by branch, broken down by product, with the "
+    "emergency, development and school fee loans shown separately and the totals for each "
+    "region given underneath, as reported by the branch managers to the credit committee"
+)
+
+
+def test_a_late_setext_h1_is_a_heading_but_not_the_title() -> None:
+    src = f"Intro.\n\n## Scope\n\nText.\n\n{CAPTION}\n=\n\nAfter the figure.\n"
+    title, sections = _parse(src, fallback="Credit Report")
+    assert title == "Credit Report"
+    assert [s.heading_path for s in sections] == [
+        ("Credit Report",),
+        ("Credit Report", "Scope"),
+        (CAPTION,),
+    ]
+
+
+def test_an_h1_after_one_leading_block_is_still_the_title() -> None:
+    title, _ = _parse("> Draft, not yet approved.\n\n# Loan Policy\n\nText.\n")
+    assert title == "Loan Policy"
+    title, _ = _parse("Intro.\n\nMore intro.\n\n# Late Heading\n\nText.\n")
+    assert title == "Fallback"
+
+
 def test_blank_preamble_is_skipped() -> None:
     _, sections = _parse("\n\n# A\n\nText.\n")
     assert [s.heading_path for s in sections] == [("A",)]

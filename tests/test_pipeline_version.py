@@ -4,6 +4,11 @@ Stored documents are re-chunked only when their key changes, and the key
 includes PIPELINE_VERSION. A change to loading or chunking that forgets the
 bump leaves old-shaped chunks in every existing index; a bump without a change
 re-embeds every document for nothing. This test catches both.
+
+The documents are the sample policies plus `tests/fixtures/pipeline/` (edge
+cases the samples lack: a late setext H1, text of many word pieces per token,
+a file with only front matter), chunked as the ingest chunks them, i.e. within
+the packaged embedder's window.
 """
 
 from __future__ import annotations
@@ -16,10 +21,13 @@ from pathlib import Path
 from assistant.chunking.chunker import chunk_document
 from assistant.config import ChunkingSettings
 from assistant.documents.loading import discover, load_document
-from assistant.index.ingest import PIPELINE_VERSION
+from assistant.embeddings.local import OnnxEmbedder
+from assistant.errors import EmptyDocumentError
+from assistant.index.ingest import PIPELINE_VERSION, embedder_window
 from assistant.tokens import get_tokenizer
 
 POLICIES = Path(__file__).resolve().parents[1] / "data" / "policies"
+EDGE_CASES = Path(__file__).parent / "fixtures" / "pipeline"
 GOLDEN = Path(__file__).parent / "golden" / "pipeline_fingerprint.json"
 
 
@@ -27,10 +35,15 @@ def fingerprint() -> str:
     """Hash everything a stored chunk is made of, for every sample policy."""
     settings = ChunkingSettings()
     tokenizer = get_tokenizer(settings.encoding)
+    window = embedder_window(OnnxEmbedder())
     digest = hashlib.sha256()
-    for root, path in sorted(discover([POLICIES]), key=lambda pair: pair[1]):
-        doc = load_document(path, root=root)
-        for chunk in chunk_document(doc, settings=settings, tokenizer=tokenizer):
+    for root, path in sorted(discover([POLICIES, EDGE_CASES]), key=lambda pair: pair[1]):
+        try:
+            doc = load_document(path, root=root)
+        except EmptyDocumentError as exc:
+            digest.update(json.dumps([exc.source, "skipped"]).encode("utf-8"))
+            continue
+        for chunk in chunk_document(doc, settings=settings, tokenizer=tokenizer, window=window):
             fields = [
                 chunk.chunk_id,
                 chunk.text,
@@ -56,7 +69,7 @@ def test_pipeline_version_is_bumped_exactly_when_chunks_change() -> None:
     version_changed = current["pipeline_version"] != recorded["pipeline_version"]
     assert not (chunks_changed and not version_changed), (
         f"the chunks of data/policies changed but PIPELINE_VERSION is still "
-        f"{PIPELINE_VERSION!r}: bump it in assistant/indexing.py so existing indexes are "
+        f"{PIPELINE_VERSION!r}: bump it in assistant/index/ingest.py so existing indexes are "
         "re-chunked, then record the new fingerprint with UPDATE_GOLDEN=1"
     )
     assert not (version_changed and not chunks_changed), (

@@ -28,6 +28,13 @@ the overlap is dropped first, then units, and a lone unit is re-split. When a
 heading path alone would take more than half the budget, its leading ancestors
 are dropped (and a single huge heading is cut and ends with "…"), so the
 budget always holds.
+
+Given the embedding model's `TokenWindow`, the same final check also counts the
+chunk in the model's own tokens: URLs, code, tables and non-Latin script make
+several word pieces per tiktoken token, and the model would silently drop the
+tail. Such a chunk is shrunk the same way (overlap, then units from the end, so
+it ends at a block boundary; a lone unit is re-split against both limits), and
+the rest starts the next chunk under the same heading path.
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ from assistant.chunking.packing import Piece, pack
 from assistant.chunking.splitting import trim
 from assistant.chunking.units import Context, Group, Measured
 from assistant.config import ChunkingSettings
-from assistant.types import Chunk, Document, Section, chunk_id
+from assistant.types import Chunk, Document, Section, TokenWindow, chunk_id
 
 if TYPE_CHECKING:  # tiktoken is only needed by whoever builds the tokenizer
     from assistant.tokens import Tokenizer
@@ -54,7 +61,11 @@ _NEWLINE = re.compile(r"\n")
 
 
 def chunk_document(
-    doc: Document, *, settings: ChunkingSettings, tokenizer: Tokenizer
+    doc: Document,
+    *,
+    settings: ChunkingSettings,
+    tokenizer: Tokenizer,
+    window: TokenWindow | None = None,
 ) -> tuple[Chunk, ...]:
     """Cut a document into chunks that fit the token budget.
 
@@ -63,12 +74,16 @@ def chunk_document(
         settings: ``max_tokens`` (heading path included), ``overlap_tokens``
             and ``min_tokens`` (smaller sections are merged with siblings).
         tokenizer: Counts tokens; ``token_count`` of every chunk is its count.
+        window: The embedding model's own count and limit; with it, no chunk's
+            text is longer than the model reads (a chunk that would be ends
+            at an earlier block boundary, the rest follows under the same
+            heading path). The ingest passes it; chunking imports no model.
 
     Returns:
         The chunks in document order, numbered ``0..n-1``; the same input
         always gives the same chunks and IDs.
     """
-    ctx = Context(doc.text, settings, tokenizer)
+    ctx = Context(doc.text, settings, tokenizer, window)
     newlines = [match.start() for match in _NEWLINE.finditer(doc.text)]
     chunks: list[Chunk] = []
     for group in _groups(doc, ctx):

@@ -78,7 +78,8 @@ def _take(
     while True:
         start = overlap[0] if overlap else lead if lead is not None else units[i].start
         piece = _piece(units, i, j, start, path, ctx)
-        if piece.tokens <= ctx.max_tokens:
+        in_budget = piece.tokens <= ctx.max_tokens
+        if in_budget and ctx.fits(piece.text):
             return piece, j
         if overlap is not None:
             overlap = None
@@ -86,6 +87,10 @@ def _take(
             lead = None
         elif j > i:
             j -= 1
+        elif in_budget:  # a lone unit the embedder would truncate
+            if not _resplit_for_window(units, i, piece, ctx):
+                logger.warning("chunk of %s is longer than the embedder reads", path)
+                return piece, j
         elif not _resplit(units, i, piece.tokens - ctx.max_tokens, ctx):
             logger.warning("chunk of %d tokens exceeds the budget", piece.tokens)
             return piece, j
@@ -118,6 +123,29 @@ def _resplit(units: list[Unit], i: int, excess: int, ctx: Context) -> bool:
     units[i : i + 1] = [
         replace(unit, start=a, end=b, tokens=n, solo=unit.solo or bool(unit.prefix))
         for a, b, n in cuts
+    ]
+    return True
+
+
+def _resplit_for_window(units: list[Unit], i: int, piece: Piece, ctx: Context) -> bool:
+    """Replace ``units[i]`` by pieces that fit the window too; False if it cannot shrink."""
+    unit = units[i]
+    if unit.end - unit.start <= 1:
+        if not unit.prefix:
+            return False
+        units[i] = replace(unit, prefix="", prefix_tokens=0)
+        return True
+    excess = ctx.cost(piece.text) - ctx.max_tokens
+    body = ctx.cost(ctx.text[unit.start : unit.end])
+    level = LINES if unit.kind == "code" else PARAGRAPHS
+    cuts = split_span(
+        ctx.text, unit.start, unit.end, limit=max(1, body - excess - 1), count=ctx.cost, level=level
+    )
+    if len(cuts) < 2:
+        return False
+    units[i : i + 1] = [
+        replace(unit, start=a, end=b, tokens=ctx.span(a, b), solo=unit.solo or bool(unit.prefix))
+        for a, b, _ in cuts
     ]
     return True
 

@@ -21,7 +21,7 @@ from assistant.chunking.splitting import (
     split_table,
 )
 from assistant.config import ChunkingSettings
-from assistant.types import BlockKind, compose_chunk_text
+from assistant.types import BlockKind, TokenWindow, compose_chunk_text, shown_heading_path
 
 if TYPE_CHECKING:  # tiktoken is only needed by whoever builds the tokenizer
     from assistant.tokens import Tokenizer
@@ -72,10 +72,17 @@ class Unit:
 
 
 class Context:
-    """The document text, the settings and cached token counts."""
+    """The document text, the settings, cached token counts and the embedder's window."""
 
-    def __init__(self, text: str, settings: ChunkingSettings, tokenizer: Tokenizer) -> None:
+    def __init__(
+        self,
+        text: str,
+        settings: ChunkingSettings,
+        tokenizer: Tokenizer,
+        window: TokenWindow | None = None,
+    ) -> None:
         self.text = text
+        self.window = window
         self.max_tokens = settings.max_tokens
         self.overlap = settings.overlap_tokens
         self.min_tokens = settings.min_tokens
@@ -92,29 +99,55 @@ class Context:
             cached = self._small[text] = self.tokenizer.count(text)
         return cached
 
+    def fits(self, text: str) -> bool:
+        """Tell whether the embedding model reads all of ``text`` (always, without a window)."""
+        return self.window is None or self.window.count(text) <= self.window.limit
+
+    def cost(self, text: str) -> int:
+        """Count ``text`` against both limits at once, in budget units.
+
+        The model's count is scaled so that its window maps onto ``max_tokens``:
+        ``cost(text) <= max_tokens`` exactly when the text fits the budget *and*
+        the window. Used to cut what the model would truncate.
+        """
+        tokens = self.count(text)
+        if self.window is None:
+            return tokens
+        scaled = -(-self.window.count(text) * self.max_tokens // self.window.limit)
+        return max(tokens, scaled)
+
     def span(self, start: int, end: int) -> int:
         """Count the tokens of ``text[start:end]``."""
         return self.count(self.text[start:end]) if start < end else 0
 
     def heading(self, path: tuple[str, ...]) -> tuple[tuple[str, ...], int]:
-        """Return the heading path as shown (shortened to half the budget) and its cost."""
+        """Return the heading path as shown and its cost in tokens.
+
+        Each heading is capped (`shown_heading_path`), then leading ancestors
+        are dropped until the path takes at most half the budget (and half the
+        embedder's window).
+        """
         cached = self._headings.get(path)
         if cached is None:
-            cached = self._headings[path] = _fit_heading(path, self.max_tokens // 2, self.count)
+            shown = shown_heading_path(path)
+            cached = _fit_heading(shown, self.max_tokens // 2, self.count, self.cost)
+            self._headings[path] = cached
         return cached
 
 
-def _fit_heading(path: tuple[str, ...], limit: int, count: Counter) -> tuple[tuple[str, ...], int]:
-    tokens = count(compose_chunk_text(path, "", ""))
-    while tokens > limit and len(path) > 1:
+def _fit_heading(
+    path: tuple[str, ...], limit: int, count: Counter, cost: Counter
+) -> tuple[tuple[str, ...], int]:
+    """Return the path cut to ``limit`` by ``cost``, and its token ``count``."""
+    spent = cost(compose_chunk_text(path, "", ""))
+    while spent > limit and len(path) > 1:
         path = path[1:]
-        tokens = count(compose_chunk_text(path, "", ""))
-    if tokens > limit:
+        spent = cost(compose_chunk_text(path, "", ""))
+    if spent > limit:
         heading = path[0]
-        first = split_span(heading, 0, len(heading), limit=max(1, limit - 4), count=count)[0]
+        first = split_span(heading, 0, len(heading), limit=max(1, limit - 4), count=cost)[0]
         path = (heading[: first[1]] + "…",)
-        tokens = count(compose_chunk_text(path, "", ""))
-    return path, tokens
+    return path, count(compose_chunk_text(path, "", ""))
 
 
 def cut_units(group: Group, ctx: Context, avail: int) -> list[Unit]:

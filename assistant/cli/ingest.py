@@ -125,6 +125,7 @@ def report_to_json(report: IngestReport, *, index: str) -> dict[str, object]:
             "unchanged": list(report.unchanged),
             "removed": list(report.removed),
             "failed": [{"source": p.source, "reason": p.reason} for p in report.problems],
+            "skipped": [{"source": s.source, "reason": s.reason} for s in report.skipped],
         },
         "counts": {
             "added": len(report.added),
@@ -132,6 +133,7 @@ def report_to_json(report: IngestReport, *, index: str) -> dict[str, object]:
             "unchanged": len(report.unchanged),
             "removed": len(report.removed),
             "failed": len(report.problems),
+            "skipped": len(report.skipped),
         },
         "chunks": {
             "written": report.chunks_written,
@@ -149,7 +151,8 @@ def _summary(report: IngestReport) -> str:
         f"  documents: {len(report.added)} {verb('to add', 'added')}, "
         f"{len(report.changed)} {verb('to replace', 'changed')}, "
         f"{len(report.unchanged)} unchanged, {len(report.removed)} "
-        f"{verb('to remove', 'removed')}, {len(report.problems)} failed",
+        f"{verb('to remove', 'removed')}, {len(report.problems)} failed"
+        + (f", {len(report.skipped)} skipped (no text)" if report.skipped else ""),
         f"  chunks: {report.chunks_written} {verb('to write', 'written')}, "
         f"{report.chunks_deleted} {verb('to delete', 'deleted')}"
         + (
@@ -165,6 +168,7 @@ def _summary(report: IngestReport) -> str:
     ):
         lines.extend(f"  {label}: {name}" for name in names)
     lines.extend(f"  FAILED {p.source}: {p.reason}" for p in report.problems)
+    lines.extend(f"  skipped {s.source}: {s.reason}" for s in report.skipped)
     if report.timings:
         lines.append("  time: " + ", ".join(f"{s} {t:.2f}s" for s, t in report.timings))
     return "\n".join(lines)

@@ -11,6 +11,7 @@ Limits, enforced per file (a violation raises `DocumentError` naming the file):
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib
 import logging
@@ -20,8 +21,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from assistant.documents.base import Extracted, fallback_title
-from assistant.errors import ConfigError, DocumentError
-from assistant.types import Document
+from assistant.errors import ConfigError, DocumentError, EmptyDocumentError
+from assistant.types import MAX_TITLE_CHARS, Document, shorten_heading
 
 __all__ = ["MAX_FILE_BYTES", "SUPPORTED_SUFFIXES", "check_file", "discover", "load_document"]
 
@@ -89,25 +90,27 @@ def load_document(path: Path, *, root: Path, source: str | None = None) -> Docum
         The parsed document.
 
     Raises:
-        DocumentError: The file is unsupported, unreadable, too large, empty,
-            not text, corrupt, or escapes its root; the message names the file.
+        EmptyDocumentError: The file holds no text (blank, or only front matter).
+        DocumentError: The file is unsupported, unreadable, too large, not
+            text, corrupt, or escapes its root; the message names the file.
     """
     if source is None:
         source = Path(os.path.relpath(path, root)).as_posix()
     kind = _kind(path, source=source)
     data = _read(path, root=root, source=source)
     if not data.strip():
-        raise DocumentError(source, "file is empty (no text)")
+        raise EmptyDocumentError(source, "file is empty (no text)")
     extracted = _loader(kind)(data, source=source, fallback=fallback_title(path.stem))
     if not any(section.blocks for section in extracted.sections):
-        raise DocumentError(source, "no text found in the file")
+        raise EmptyDocumentError(source, "no text found in the file")
+    title = shorten_heading(extracted.meta.title, MAX_TITLE_CHARS)
     return Document(
         source=source,
         root=str(root.resolve()),
         kind=kind,
         text=extracted.text,
         sha256=hashlib.sha256(data).hexdigest(),
-        meta=extracted.meta,
+        meta=dataclasses.replace(extracted.meta, title=title),
         sections=extracted.sections,
         page_starts=extracted.page_starts,
     )

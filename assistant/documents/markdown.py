@@ -34,6 +34,7 @@ _BLOCK_KINDS: dict[str, BlockKind] = {
     "html_block": "other",
 }
 _SKIPPED = frozenset({"hr"})
+_TITLE_AFTER_BLOCKS = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +103,8 @@ def parse_markdown(
 
     Args:
         text: The decoded file text with newline line ends; offsets refer to it.
-        fallback_title: Title used when neither front matter nor an H1 gives one.
+        fallback_title: Title used when neither front matter nor an H1 at the top
+            gives one.
         source: The document's name, for errors.
 
     Returns:
@@ -120,8 +122,7 @@ def parse_markdown(
     lines = _Lines(text)
     tokens = _parser().parse(text[body_start:])
     events = _group_faq(_events(tokens, lines, line_offset=body_line))
-    first_h1 = next((e.text for e in events if isinstance(e, _Heading) and e.level == 1), "")
-    title = meta.title or first_h1 or fallback_title
+    title = meta.title or _title_heading(events) or fallback_title
     assembler = SectionAssembler(title=title, start=body_start)
     for event in events:
         if isinstance(event, _Heading):
@@ -129,6 +130,27 @@ def parse_markdown(
         else:
             assembler.block(event.kind, event.start, event.end)
     return dataclasses.replace(meta, title=title), assembler.finish(end=len(text))
+
+
+def _title_heading(events: Sequence[_Heading | _Block]) -> str:
+    """Return the first H1 if it opens the document, else "".
+
+    Only a heading near the top names the document: a lone ``=`` line further
+    down makes the paragraph above it a setext H1, and the title is repeated in
+    the heading path of every chunk. The H1 may follow at most
+    `_TITLE_AFTER_BLOCKS` blocks (a notice or a badge line); other headings
+    before it do not count.
+    """
+    blocks = 0
+    for event in events:
+        if isinstance(event, _Heading):
+            if event.level == 1:
+                return event.text
+        else:
+            blocks += 1
+            if blocks > _TITLE_AFTER_BLOCKS:
+                return ""
+    return ""
 
 
 def _events(tokens: Sequence[Token], lines: _Lines, *, line_offset: int) -> list[_Heading | _Block]:

@@ -6,7 +6,9 @@ written, write each document's chunks (upsert, then delete its stale IDs),
 remove what disappeared, and publish a new generation (marked clean) so
 running readers reload. A document is only written
 once all of its chunks are embedded, and a failed file leaves its stored
-chunks as they were.
+chunks as they were. A file with no text (blank, or only front matter) is
+*skipped*, not failed; if an earlier version of it was stored, its chunks are
+deleted, since the document no longer says anything.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -23,22 +25,22 @@ import numpy as np
 from assistant.chunking.chunker import chunk_document
 from assistant.config import Settings
 from assistant.documents.loading import check_file, discover, load_document
-from assistant.errors import DocumentError
+from assistant.errors import DocumentError, EmptyDocumentError
 from assistant.index.chroma import ChromaIndex
 from assistant.index.codec import encode_chunk
 from assistant.index.lock import writer_lock
 from assistant.index.plan import Candidate, IngestPlan, doc_key, is_whole, make_plan
 from assistant.protocols import Embedder
 from assistant.tokens import Tokenizer, get_tokenizer
-from assistant.types import Chunk, Document, Problem, chunk_id
+from assistant.types import Chunk, Document, Problem, StoredDocument, TokenWindow, chunk_id
 
-__all__ = ["PIPELINE_VERSION", "IngestReport", "Progress", "ingest"]
+__all__ = ["PIPELINE_VERSION", "IngestReport", "Progress", "embedder_window", "ingest"]
 
 logger = logging.getLogger(__name__)
 
 # Bump when chunking changes shape, so every document is re-chunked once;
 # tests/test_pipeline_version.py fails when the sample chunks change without a bump.
-PIPELINE_VERSION = "1"
+PIPELINE_VERSION = "2"
 _EMBED_GROUP = 512
 
 Progress = Callable[[str, int, int], None]
@@ -58,6 +60,7 @@ class IngestReport:
     chunks_oversize: int
     timings: tuple[tuple[str, float], ...]
     dry_run: bool
+    skipped: tuple[Problem, ...] = ()  # files with no text: reported, never a problem
 
 
 @dataclass(slots=True)
@@ -67,6 +70,7 @@ class _Run:
     index: ChromaIndex
     progress: Progress
     problems: list[Problem] = field(default_factory=list)
+    skipped: list[Problem] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     written: int = 0
     deleted: int = 0
@@ -136,8 +140,9 @@ def _execute(
         # everything, keep only the counts.
         planned = sum(len(p.chunks) for p in _parse_each(run, plan.to_process))
         if dry_run or run.problems:
-            return _report(run, plan, dry_run=True, planned_chunks=planned)
+            return _report(run, plan, stored, dry_run=True, planned_chunks=planned)
         run.oversize = 0
+        run.skipped.clear()  # the write pass below parses (and skips) them again
     if plan.to_process or plan.removed:
         run.index.begin_write()
     elif not run.index.exists():
@@ -148,9 +153,10 @@ def _execute(
     stored_ids = {source: doc.chunk_ids for source, doc in stored.items()}
     _write_all(run, _parse_each(run, plan.to_process), stored_ids=stored_ids)
     _remove(run, plan)
+    _remove_skipped(run, stored_ids)
     if plan.to_process or plan.removed:
         run.index.commit()
-    return _report(run, plan, dry_run=False, planned_chunks=0)
+    return _report(run, plan, stored, dry_run=False, planned_chunks=0)
 
 
 def _signature(run: _Run) -> str:
@@ -196,31 +202,56 @@ def _parse_each(run: _Run, candidates: Sequence[Candidate]) -> Iterator[_Parsed]
     A generator, so only the documents of one embedding group are in memory.
     """
     tokenizer = get_tokenizer(run.settings.chunking.encoding)
+    window = embedder_window(run.embedder)
     for done, candidate in enumerate(candidates, 1):
         started = time.perf_counter()
         logger.debug("parsing %s", candidate.source)
-        parsed = _parse_one(run, candidate, tokenizer=tokenizer)
+        parsed = _parse_one(run, candidate, tokenizer=tokenizer, window=window)
         run.timed("parse", started)
         run.progress("documents", done, len(candidates))
         if parsed is not None:
             yield parsed
 
 
-def _parse_one(run: _Run, candidate: Candidate, *, tokenizer: Tokenizer) -> _Parsed | None:
+def embedder_window(embedder: Embedder) -> TokenWindow:
+    """Return the embedder's own token count and limit, for `chunk_document`.
+
+    The chunker cuts every chunk to what the model reads, so nothing is lost to
+    truncation; the chunking layer itself never imports a model.
+    """
+
+    def count(text: str) -> int:
+        return embedder.count_tokens([text])[0]
+
+    return TokenWindow(count=count, limit=embedder.max_input_tokens)
+
+
+def _parse_one(
+    run: _Run, candidate: Candidate, *, tokenizer: Tokenizer, window: TokenWindow
+) -> _Parsed | None:
     try:
         document = load_document(candidate.path, root=candidate.root, source=candidate.source)
+    except EmptyDocumentError as exc:
+        logger.info("skipping %s: %s", candidate.source, exc.reason)
+        run.skipped.append(Problem(candidate.source, exc.reason))
+        return None
     except DocumentError as exc:
         logger.warning("skipping %s: %s", candidate.source, exc.reason)
         run.problems.append(Problem(candidate.source, exc.reason))
         return None
-    chunks = chunk_document(document, settings=run.settings.chunking, tokenizer=tokenizer)
+    chunks = chunk_document(
+        document, settings=run.settings.chunking, tokenizer=tokenizer, window=window
+    )
     if not chunks:
-        run.problems.append(Problem(candidate.source, "no text to index"))
+        logger.info("skipping %s: no text to index", candidate.source)
+        run.skipped.append(Problem(candidate.source, "no text to index"))
         return None
     return _Parsed(candidate, document, _flag_oversize(run, chunks))
 
 
 def _flag_oversize(run: _Run, chunks: tuple[Chunk, ...]) -> tuple[Chunk, ...]:
+    # The chunker already cuts to the window; this only catches what it cannot
+    # (a single character the model counts as more tokens than it reads).
     limit = run.embedder.max_input_tokens
     counts = run.embedder.count_tokens([c.text for c in chunks])
     flagged = []
@@ -308,11 +339,28 @@ def _remove(run: _Run, plan: IngestPlan) -> None:
         _delete(run, sorted(doc.chunk_ids))
 
 
-def _report(run: _Run, plan: IngestPlan, *, dry_run: bool, planned_chunks: int) -> IngestReport:
+def _remove_skipped(run: _Run, stored_ids: dict[str, frozenset[str]]) -> None:
+    """Delete what was stored for documents that now hold no text."""
+    for skipped in run.skipped:
+        if stored_ids.get(skipped.source):
+            logger.info("removing the stored chunks of %s (it has no text now)", skipped.source)
+            _delete(run, sorted(stored_ids[skipped.source]))
+
+
+def _report(
+    run: _Run,
+    plan: IngestPlan,
+    stored: Mapping[str, StoredDocument],
+    *,
+    dry_run: bool,
+    planned_chunks: int,
+) -> IngestReport:
     if dry_run:
         run.written = planned_chunks
-        run.deleted = sum(len(d.chunk_ids) for d in plan.removed)
-    failed = {p.source for p in run.problems}
+        run.deleted = sum(len(d.chunk_ids) for d in plan.removed) + sum(
+            len(stored[s.source].chunk_ids) for s in run.skipped if s.source in stored
+        )
+    failed = {p.source for p in run.problems} | {s.source for s in run.skipped}
     return IngestReport(
         added=tuple(c.source for c in plan.added if c.source not in failed),
         changed=tuple(c.source for c in plan.changed if c.source not in failed),
@@ -324,6 +372,7 @@ def _report(run: _Run, plan: IngestPlan, *, dry_run: bool, planned_chunks: int) 
         chunks_oversize=run.oversize,
         timings=tuple(run.timings.items()),
         dry_run=dry_run,
+        skipped=tuple(run.skipped),
     )
 
 
