@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import time
 from collections.abc import Iterator
 from dataclasses import replace
 
@@ -26,7 +25,7 @@ from assistant.answering.grounding import (
 from assistant.answering.llm import LENGTH_NOTE, OpenAIChat
 from assistant.answering.rewrite import QueryRewriter
 from assistant.answering.service import build_assistant
-from assistant.config import LLMSettings, Settings, StoreSettings
+from assistant.config import LLMSettings, RetrievalSettings, Settings, StoreSettings
 from assistant.errors import LLMError
 from assistant.index.ingest import ingest
 from assistant.retrieval.factory import open_retriever
@@ -38,7 +37,6 @@ pytestmark = pytest.mark.llm
 
 QUESTIONS = (
     "What is the emergency loan interest rate?",
-    "How many days of annual leave do staff get?",
     "Who approves a loan above KES 1,000,000?",
     "What is the canteen menu on Fridays?",
 )
@@ -62,8 +60,11 @@ def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
 @pytest.fixture(scope="module")
 def settings(llama: LlamaServer, tmp_path_factory: pytest.TempPathFactory) -> Settings:
     index = tmp_path_factory.mktemp("index")
-    llm = LLMSettings(base_url=llama.base_url, model=llama.model, timeout=60, max_tokens=160)
-    configured = Settings(store=StoreSettings(path=index), llm=llm)
+    llm = LLMSettings(base_url=llama.base_url, model=llama.model, timeout=60, max_tokens=96)
+    # A smaller prompt than the default 3,000 tokens keeps each answer to a few seconds
+    # on two busy cores; the invariants do not depend on its size.
+    retrieval = RetrievalSettings(context_tokens=1200)
+    configured = Settings(store=StoreSettings(path=index), llm=llm, retrieval=retrieval)
     ingest([ROOT / "data" / "policies"], settings=configured, embedder=FakeEmbedder())
     return configured
 
@@ -114,14 +115,11 @@ def test_stop_closes_the_http_stream_and_the_server_sees_it(
     stream = iter(run)
     next(stream)
     next(stream)
-    started = time.monotonic()
     run.close()
-    # The server stops generating for a client that hung up: a new request is served
-    # long before 2,000 more tokens could have been generated.
-    chat = OpenAIChat(replace(settings.llm, max_tokens=4), max_retries=0)
-    reply = "".join(chat.stream([{"role": "user", "content": "Say hi."}]))
-    assert reply
-    assert time.monotonic() - started < 20
+    assert llama.wait_for_log("Disconnected from client")
+    # And the server is free again for the next question.
+    chat = OpenAIChat(replace(settings.llm, max_tokens=16), max_retries=0)
+    assert "".join(chat.stream([{"role": "user", "content": "Say hi."}]))
 
 
 def test_a_prompt_over_the_context_window_is_a_clear_message(llama: LlamaServer) -> None:

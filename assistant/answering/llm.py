@@ -29,6 +29,11 @@ logger = logging.getLogger(__name__)
 
 LENGTH_NOTE = "\n\n*(The answer was cut off at the length limit, ASSISTANT_LLM_MAX_TOKENS.)*"
 _THINK_OPEN, _THINK_CLOSE = "<think>", "</think>"
+_UNFINISHED = (
+    "The language model stopped before finishing the answer; the question and its sources "
+    "may exceed its context window: lower ASSISTANT_CONTEXT_TOKENS or give the server a "
+    "larger context."
+)
 _CONTEXT_WORDS = re.compile(r"context[ _](?:window|length|size)")
 
 
@@ -131,7 +136,7 @@ class OpenAIChat:
             )
         except oa.OpenAIError as exc:
             raise self._translate(exc, mid_stream=False) from exc
-        visible = VisibleText()
+        visible, finished = VisibleText(), False
         try:
             for chunk in stream:
                 # The final usage chunk has no choices; role-only deltas have no content.
@@ -143,7 +148,9 @@ class OpenAIChat:
                 text = visible.feed(content) if isinstance(content, str) else ""
                 if text:
                     yield text
-                if chunk.choices[0].finish_reason == "length":
+                finish = chunk.choices[0].finish_reason
+                finished = finished or finish is not None
+                if finish == "length":
                     yield LENGTH_NOTE
             tail = visible.finish()
             if tail:
@@ -152,6 +159,11 @@ class OpenAIChat:
             raise self._translate(exc, mid_stream=True) from exc
         finally:
             stream.close()
+        if not finished:
+            # llama.cpp's Python server answers 200 and then drops a stream whose prompt
+            # does not fit, so an unfinished stream is most likely that.
+            logger.warning("chat stream ended without a finish reason")
+            raise LLMError(_UNFINISHED)
 
     def complete(self, messages: Sequence[dict[str, str]], *, max_tokens: int = 96) -> str:
         """Return a short non-streamed completion (used to rewrite follow-up questions).
