@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -17,6 +18,7 @@ __all__ = [
     "EXIT_OK",
     "EXIT_USAGE",
     "configure_logging",
+    "lenient_stdin",
     "report_error",
     "settings_with_index",
 ]
@@ -45,6 +47,19 @@ def settings_with_index(environ: Mapping[str, str], index: Path | None) -> Setti
     if index is not None:
         settings = replace(settings, store=replace(settings.store, path=index))
     return settings
+
+
+def lenient_stdin() -> TextIO:
+    """Return stdin decoding invalid UTF-8 to lone surrogates instead of raising.
+
+    A long-running reader must survive one bad line; callers refuse such text per line
+    (`assistant.words.is_valid_unicode`).
+    """
+    stdin = sys.stdin
+    reconfigure = getattr(stdin, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(errors="surrogateescape")
+    return stdin
 
 
 def report_error(exc: AssistantError, err: TextIO) -> int:

@@ -24,6 +24,7 @@ from assistant.cli._common import (
     EXIT_OK,
     EXIT_USAGE,
     configure_logging,
+    lenient_stdin,
     report_error,
     settings_with_index,
 )
@@ -31,7 +32,7 @@ from assistant.config import Settings
 from assistant.errors import AssistantError, ConfigError
 from assistant.protocols import Searcher
 from assistant.types import HEADING_SEPARATOR, SearchFilters, SearchResult
-from assistant.words import quoted_list
+from assistant.words import is_valid_unicode, quoted_list
 
 __all__ = ["EXIT_FAILED", "EXIT_USAGE", "build_searcher", "main", "result_to_json"]
 
@@ -117,7 +118,7 @@ def main(
     except SystemExit as exc:  # argparse has printed the usage message
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     configure_logging(args.verbose)
-    io = _IO(stdin or sys.stdin, stdout or sys.stdout)
+    io = _IO(stdin or lenient_stdin(), stdout or sys.stdout)
     try:
         settings = settings_from_args(args, os.environ if environ is None else environ)
         if args.command == "eval":
@@ -177,10 +178,23 @@ def _answer_json_line(
         request = json.loads(line)
         question_id, question = request.get("id"), str(request["question"])
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        out.write(json.dumps({"id": None, "error": f"bad request line: {exc}"}) + "\n")
-        out.flush()
+        _write_error_line(out, None, f"bad request line: {exc}")
+        return
+    if not (_writable(question) and _writable(question_id)):
+        _write_error_line(out, question_id, "bad request line: not valid Unicode")
         return
     _write_json_line(out, question_id, searcher.search(question, k=k, filters=filters))
+
+
+def _writable(value: object) -> bool:
+    """Return whether ``value`` holds no lone surrogate (it can be searched and written back)."""
+    return is_valid_unicode(json.dumps(value, ensure_ascii=False))
+
+
+def _write_error_line(out: TextIO, question_id: object, error: str) -> None:
+    out.write(json.dumps({"id": question_id if _writable(question_id) else None, "error": error}))
+    out.write("\n")
+    out.flush()
 
 
 def _write_json_line(out: TextIO, question_id: object, result: SearchResult) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from urllib.parse import quote
 
 from assistant.types import MAX_TURN_CHARS, MAX_TURNS, Answer, Hit, Turn
+from assistant.words import valid_unicode
 
 __all__ = [
     "doc_link",
@@ -78,7 +79,7 @@ def _to_turn(message: object, *, max_chars: int) -> Turn | None:
         metadata = getattr(message, "metadata", None)
     if isinstance(metadata, Mapping) and metadata.get("title"):
         return None
-    text = _content_text(content, max_chars=max_chars).strip()
+    text = valid_unicode(_content_text(content, max_chars=max_chars).strip())
     if not text:
         return None
     if role == "user":

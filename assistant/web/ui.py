@@ -30,6 +30,7 @@ from assistant.types import SearchFilters, Turn
 from assistant.web.format import history_to_turns, sources_markdown, trace_markdown
 from assistant.web.routes import app_kwargs
 from assistant.web.viewer import DocumentViewer
+from assistant.words import valid_unicode
 
 __all__ = ["EXAMPLES", "build_demo", "launch", "make_responder", "theme"]
 
@@ -88,7 +89,9 @@ def make_responder(service: ChatService, *, settings: Settings) -> Responder:
         tags: list[str] | None = None,
         k: float | None = None,
     ) -> Iterator[list[gr.ChatMessage]]:
-        question = message.strip() if isinstance(message, str) else ""
+        # API clients can send lone surrogates ("\ud800"); the model, the prompt and
+        # Gradio's own JSON encoder all refuse them.
+        question = valid_unicode(message.strip()) if isinstance(message, str) else ""
         if not question:
             yield [gr.ChatMessage(content="Please type a question.")]
             return
