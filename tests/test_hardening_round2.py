@@ -9,23 +9,30 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 import pytest
+from gradio_client import Client
+from markdown_it import MarkdownIt
 
 from assistant.cli.ingest import ingest_main
 from assistant.cli.search import main as search_main
 from assistant.config import Settings, UISettings
-from assistant.errors import ConfigError
-from assistant.web.ui import build_demo, launch
+from assistant.documents.loading import load_document
+from assistant.errors import ConfigError, IndexNotFoundError
+from assistant.types import Answer, Citation, SearchFilters
+from assistant.web.format import sources_markdown
+from assistant.web.ui import build_demo, launch, make_responder
 from assistant.web.viewer import DocumentViewer
 from tests.conftest import ROOT, free_port, run_ingest
+from tests.hit_factory import make_hit
 from tests.retrieval_helpers import FakeEmbedder as HelperEmbedder
 from tests.retrieval_helpers import make_retriever, make_snapshot, policy_corpus
 from tests.ui_fakes import FakeService
@@ -227,3 +234,143 @@ def call_chat(url: str, data: list[object]) -> str:
         event_id = json.load(response)["event_id"]
     with urllib.request.urlopen(url + f"gradio_api/call/chat/{event_id}", timeout=60) as stream:
         return str(stream.read().decode("utf-8"))
+
+
+# ---------------------------------------------------------------------------
+# D15: smaller input-handling gaps
+# ---------------------------------------------------------------------------
+
+
+def run_search_in_process(argv: list[str], stdin: str = "") -> tuple[int, str, str, list[str]]:
+    """Run ``search`` over the helper corpus; return code, stdout, stderr and questions searched."""
+    embedder = HelperEmbedder()
+    chunks, docs = policy_corpus()
+    retriever = make_retriever(make_snapshot(chunks, docs, embedder=embedder), embedder)
+    searched: list[str] = []
+
+    class Recording:
+        def snapshot(self) -> object:
+            return retriever.snapshot()
+
+        def search(self, question: str, **kwargs: object) -> object:
+            searched.append(question)
+            return retriever.search(question, **kwargs)  # type: ignore[arg-type]
+
+    out, err = io.StringIO(), io.StringIO()
+    code = search_main(
+        argv,
+        environ={},
+        stdin=io.StringIO(stdin),
+        stdout=out,
+        stderr=err,
+        searcher_factory=lambda _settings: Recording(),  # type: ignore[arg-type,return-value]
+    )
+    return code, out.getvalue(), err.getvalue(), searched
+
+
+@pytest.mark.parametrize("question", ["", "   ", "\t\n"])
+def test_an_empty_cli_question_is_a_usage_error_not_a_search(question: str) -> None:
+    """D15: ``search ""`` exits 2 with the usage message and searches nothing."""
+    for argv in (["search", question], ["search", "--json", question]):
+        code, out, err, searched = run_search_in_process(argv)
+        assert (code, out, searched) == (2, "", [])
+        assert "give a question" in err
+
+
+def test_a_jsonl_question_that_is_not_a_non_empty_string_is_an_error_line() -> None:
+    """D15: ``null``, a list, a number or blanks are refused per line, never searched as text."""
+    lines = [
+        {"id": 1, "question": None},
+        {"id": 2, "question": ["a"]},
+        {"id": 3, "question": 5},
+        {"id": 4, "question": "   "},
+        {"id": 5, "question": "card replacement"},
+    ]
+    code, out, _, searched = run_search_in_process(
+        ["search", "--json"], stdin="".join(json.dumps(line) + "\n" for line in lines)
+    )
+    answers = [json.loads(line) for line in out.splitlines()]
+    assert code == 0
+    assert [a["id"] for a in answers] == [1, 2, 3, 4, 5]
+    assert all("question must be a non-empty string" in a["error"] for a in answers[:4])
+    assert answers[4]["chunks"]
+    assert searched == ["card replacement"]
+
+
+def test_the_no_index_message_does_not_ask_for_a_restart() -> None:
+    """D15: the chat picks up a new index on the next question, and says so."""
+    service = FakeService(raise_on_ask=IndexNotFoundError("no collection"))
+    respond = make_responder(service, settings=Settings())
+    (messages,) = list(respond("anything?", []))
+    text = str(messages[0].content)
+    assert "python ingest.py" in text
+    assert "restart the UI" not in text
+    assert "next question" in text
+
+
+def test_a_multi_line_front_matter_title_keeps_its_sources_entry_on_one_line(
+    tmp_path: Path,
+) -> None:
+    """D15: a title with line breaks renders as one bold title line in Sources."""
+    front = '---\ntitle: "Leave\\n\\nRules *for*\\n  staff"\n---\n'
+    (tmp_path / "x.md").write_text(
+        front + "# Leave rules\n\nStaff get 25 days.\n", encoding="utf-8"
+    )
+    document = load_document(tmp_path / "x.md", root=tmp_path, source="x.md")
+    assert "\n" in document.meta.title  # the loader keeps what the file says
+    hit = make_hit(1, "Staff get 25 days.", source="x.md", title=document.meta.title)
+    rendered = MarkdownIt("commonmark").render(
+        sources_markdown(Answer("q", "Staff get 25 days [1].", (hit,), (Citation(1, hit),)))
+    )
+    strong = re.findall(r"<strong>(.*?)</strong>", rendered, flags=re.S)
+    assert strong[0] == "[1] Leave Rules *for* staff"
+    # One paragraph for the title and its facts, one for the quoted snippet: none spilled.
+    assert rendered.count("<p>") == 2
+    assert re.search(
+        r"<p><strong>\[1\] Leave Rules[^<]*</strong>[^<]*<a [^>]*>open section", rendered
+    )
+
+
+@pytest.fixture
+def filter_app() -> Iterator[tuple[str, FakeService, list[tuple[str, str]]]]:
+    """A UI whose catalog grows after start-up, as after an ingest."""
+    service = FakeService()
+    sources = [("loan-policy.md", "Loan Policy")]
+    tags = ["loans"]
+    settings = Settings(ui=UISettings(port=free_port()))
+    demo = build_demo(
+        service,
+        settings=settings,
+        sources=list(sources),
+        tags=list(tags),
+        catalog=lambda: (sources, tags + (["hr"] if len(sources) > 1 else [])),
+    )
+    url = launch(demo, settings=settings, viewer=DocumentViewer(roots=[ROOT / "data" / "policies"]))
+    try:
+        yield url, service, sources
+    finally:
+        demo.close()
+
+
+def test_api_clients_can_filter_on_a_document_ingested_after_start_up(
+    filter_app: tuple[str, FakeService, list[tuple[str, str]]],
+) -> None:
+    """D15: the filter accepts what the index holds now, not what it held at start-up."""
+    url, service, sources = filter_app
+    sources.append(("hr/new-policy.md", "New Policy"))
+    client = Client(url, verbose=False)
+    client.predict("Leave?", ["hr/new-policy.md"], ["hr"], 3, api_name="/chat")
+    (call,) = service.calls
+    assert call.filters == SearchFilters(sources=("hr/new-policy.md",), tags=("hr",))
+
+
+def test_an_unknown_filter_value_gets_a_clear_message_and_no_search(
+    filter_app: tuple[str, FakeService, list[tuple[str, str]]],
+) -> None:
+    """D15 control: a value the index does not hold is still refused, by name."""
+    url, service, _ = filter_app
+    client = Client(url, verbose=False)
+    result = client.predict("Leave?", ["gone.md"], [], 3, api_name="/chat")
+    assert service.calls == []
+    assert "gone.md" in result[0]["content"]
+    assert "not in the index" in result[0]["content"]

@@ -125,6 +125,7 @@ def main(
             from assistant.cli.evaluate import run_eval
 
             return run_eval(args, settings, out=io.out, searcher_factory=searcher_factory)
+        _check_question(args)
         return _search(args, settings, io, searcher_factory(settings))
     except AssistantError as exc:
         return report_error(exc, err)
@@ -151,6 +152,14 @@ def _filters(args: argparse.Namespace) -> SearchFilters:
     )
 
 
+def _check_question(args: argparse.Namespace) -> None:
+    """Refuse a missing or blank question before the model loads (a usage error)."""
+    if args.question is None and not args.json:
+        raise ConfigError("give a question, or --json to read questions from stdin")
+    if args.question is not None and not args.question.strip():
+        raise ConfigError("give a question (this one is empty), or --json without one")
+
+
 def _search(args: argparse.Namespace, settings: Settings, io: _IO, searcher: Searcher) -> int:
     filters = _filters(args)
     k = settings.retrieval.top_k
@@ -162,8 +171,6 @@ def _search(args: argparse.Namespace, settings: Settings, io: _IO, searcher: Sea
             if line.strip():
                 _answer_json_line(line, io.out, searcher, k=k, filters=filters)
         return EXIT_OK
-    if args.question is None:
-        raise ConfigError("give a question, or --json to read questions from stdin")
     result = searcher.search(args.question, k=k, filters=filters)
     print(format_result(result, min_score=settings.retrieval.min_score), file=io.out)
     if args.trace:
@@ -176,9 +183,13 @@ def _answer_json_line(
 ) -> None:
     try:
         request = json.loads(line)
-        question_id, question = request.get("id"), str(request["question"])
+        question_id, question = request.get("id"), request["question"]
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         _write_error_line(out, None, f"bad request line: {exc}")
+        return
+    if not isinstance(question, str) or not question.strip():
+        # str(None) would search for "None", str(["a"]) for "['a']".
+        _write_error_line(out, question_id, "bad request line: question must be a non-empty string")
         return
     if not (_writable(question) and _writable(question_id)):
         _write_error_line(out, question_id, "bad request line: not valid Unicode")

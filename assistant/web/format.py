@@ -34,6 +34,8 @@ _HEADING_MARK = re.compile(r"^\s{0,3}#{1,6}\s+", re.MULTILINE)
 # Bold around an FAQ question would otherwise show as literal "**" once escaped.
 _STRONG = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
 _SPACES = re.compile(r"\s+")
+# Any run of white space holding a line break (str.splitlines' set, CR LF included).
+_LINE_BREAK = re.compile(r"\s*[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]\s*")
 
 
 def history_to_turns(
@@ -115,8 +117,11 @@ def escape_markdown(text: str) -> str:
     """Return ``text`` as inert Markdown: HTML escaped, Markdown syntax backslashed.
 
     Document text shown in the chat (titles, snippets) must not create links,
-    images or HTML; after escaping it renders as the literal characters.
+    images or HTML; after escaping it renders as the literal characters. It is
+    always shown inline, so line breaks become spaces: a multi-line title must
+    not spill into paragraphs of its own.
     """
+    text = _LINE_BREAK.sub(" ", text)
     html_safe = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     escaped = _MD_SPECIAL.sub(r"\\\1", html_safe)
     return _LINE_START_MARK.sub(lambda m: m[1] + _escape_mark(m[2]), escaped)
