@@ -25,6 +25,7 @@ from assistant.cli._common import (
     EXIT_USAGE,
     configure_logging,
     lenient_stdin,
+    printable,
     report_error,
     settings_with_index,
 )
@@ -172,9 +173,9 @@ def _search(args: argparse.Namespace, settings: Settings, io: _IO, searcher: Sea
                 _answer_json_line(line, io.out, searcher, k=k, filters=filters)
         return EXIT_OK
     result = searcher.search(args.question, k=k, filters=filters)
-    print(format_result(result, min_score=settings.retrieval.min_score), file=io.out)
+    print(printable(format_result(result, min_score=settings.retrieval.min_score)), file=io.out)
     if args.trace:
-        print("\n".join(result.trace), file=io.out)
+        print(printable("\n".join(result.trace)), file=io.out)
     return EXIT_OK
 
 
@@ -244,8 +245,9 @@ def format_result(result: SearchResult, *, min_score: float) -> str:
         flag = " [superseded]" if hit.superseded else ""
         snippet = " ".join(hit.chunk.body.split())
         snippet = snippet if len(snippet) <= 200 else snippet[:199] + "…"
-        lines.append(f"{hit.rank}. {hit.score:.3f}  {hit.chunk.source}{page}{flag}")
-        lines.append(f"   {hit.chunk.breadcrumb}")
+        source, breadcrumb = printable(hit.chunk.source, inline=True), hit.chunk.breadcrumb
+        lines.append(f"{hit.rank}. {hit.score:.3f}  {source}{page}{flag}")
+        lines.append(f"   {printable(breadcrumb, inline=True)}")
         lines.append(f"   {snippet}")
     if result.unknown_words:
         lines.append(f"No indexed document uses {quoted_list(result.unknown_words)}.")
