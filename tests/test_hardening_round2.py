@@ -14,6 +14,7 @@ import subprocess
 import sys
 import urllib.request
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -24,14 +25,18 @@ from markdown_it import MarkdownIt
 
 from assistant.cli.ingest import ingest_main
 from assistant.cli.search import main as search_main
-from assistant.config import Settings, UISettings
+from assistant.config import Settings, StoreSettings, UISettings
 from assistant.documents.loading import load_document
 from assistant.errors import ConfigError, IndexNotFoundError
+from assistant.index.chroma import ChromaIndex, forget_cached_clients
+from assistant.index.ingest import ingest
+from assistant.index.reader import IndexReader
 from assistant.types import Answer, Citation, SearchFilters
 from assistant.web.format import sources_markdown
 from assistant.web.ui import build_demo, launch, make_responder
 from assistant.web.viewer import DocumentViewer
 from tests.conftest import ROOT, free_port, run_ingest
+from tests.conftest import FakeEmbedder as ConftestEmbedder
 from tests.hit_factory import make_hit
 from tests.retrieval_helpers import FakeEmbedder as HelperEmbedder
 from tests.retrieval_helpers import make_retriever, make_snapshot, policy_corpus
@@ -444,3 +449,76 @@ def test_error_messages_carry_no_control_characters(capsys: pytest.CaptureFixtur
     assert code == 2
     assert terminal_unsafe(err.getvalue()) == []
     assert "q\\x1b]0;x\\x07.jsonl" in err.getvalue()
+
+
+# ---------------------------------------------------------------------------
+# D14: an unreadable index or generation file
+# ---------------------------------------------------------------------------
+
+
+def fake_settings(index: Path) -> Settings:
+    return replace(Settings(), store=StoreSettings(path=index))
+
+
+def write_docs(docs: Path, files: dict[str, str]) -> Path:
+    docs.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (docs / name).write_text(text, encoding="utf-8")
+    return docs
+
+
+@pytest.mark.parametrize("damage", ["garbage", "half"])
+def test_rebuild_recovers_a_malformed_index_database(tmp_path: Path, damage: str) -> None:
+    """D14: a damaged ``chroma.sqlite3`` names ``--rebuild``, and ``--rebuild`` recovers it."""
+    docs = write_docs(tmp_path / "docs", TINY_CORPUS)
+    index = tmp_path / "idx"
+    assert run_ingest(str(docs), "--index", str(index)).returncode == 0
+    database = index / "chroma" / "chroma.sqlite3"
+    data = database.read_bytes()
+    if damage == "half":
+        database.write_bytes(data[: len(data) // 2])
+    else:
+        database.write_bytes(data[:4096] + os.urandom(16384) + data[4096 + 16384 :])
+
+    broken = run_ingest(str(docs), "--index", str(index))
+    assert broken.returncode == 1
+    assert "--rebuild" in broken.stderr
+    rebuilt = run_ingest(str(docs), "--index", str(index), "--rebuild", "--json")
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert sorted(json.loads(rebuilt.stdout)["documents"]["added"]) == sorted(TINY_CORPUS)
+    found = run_search(["annual leave", "--index", str(index)])
+    assert found.returncode == 0, found.stderr.decode(errors="replace")
+    assert "leave.md" in found.stdout.decode("utf-8")
+
+
+def test_rebuild_keeps_other_collections_of_a_readable_index(tmp_path: Path) -> None:
+    """D14 control: a readable index is rebuilt through Chroma, not by deleting the folder."""
+    docs = write_docs(tmp_path / "docs", TINY_CORPUS)
+    settings = fake_settings(tmp_path / "idx")
+    other = replace(settings, store=replace(settings.store, collection="other-corpus"))
+    ingest([docs], settings=other, embedder=ConftestEmbedder())
+    ingest([docs], settings=settings, embedder=ConftestEmbedder())
+    ingest([docs], settings=settings, embedder=ConftestEmbedder(), rebuild=True)
+    forget_cached_clients()
+    kept = ChromaIndex(other.store, embedder_identity=ConftestEmbedder().identity, dimension=64)
+    assert {c.source for c in kept.load_snapshot().chunks} == set(TINY_CORPUS)
+
+
+@pytest.mark.parametrize("content", [b"\xff\xfe\x00garbage", b"\x80"])
+def test_an_unreadable_generation_file_means_reload_not_a_crash(
+    tmp_path: Path, content: bytes
+) -> None:
+    """D14: non-UTF-8 ``INDEX/generation`` makes the reader reload, never raise."""
+    docs = write_docs(tmp_path / "docs", {"leave.md": TINY_CORPUS["leave.md"]})
+    settings = fake_settings(tmp_path / "idx")
+    embedder = ConftestEmbedder()
+    reader = IndexReader(settings.store, embedder_identity=embedder.identity, dimension=64)
+    ingest([docs], settings=settings, embedder=embedder)
+    assert {c.source for c in reader.snapshot().chunks} == {"leave.md"}
+    write_docs(docs, {"parking.md": TINY_CORPUS["parking.md"]})
+    ingest([docs], settings=settings, embedder=embedder)
+    (settings.store.path / "generation").write_bytes(content)
+
+    reloaded = reader.snapshot()
+    assert {c.source for c in reloaded.chunks} == {"leave.md", "parking.md"}
+    assert reader.snapshot() is reloaded  # the same bad bytes: no reload on every question
