@@ -522,3 +522,69 @@ def test_an_unreadable_generation_file_means_reload_not_a_crash(
     reloaded = reader.snapshot()
     assert {c.source for c in reloaded.chunks} == {"leave.md", "parking.md"}
     assert reader.snapshot() is reloaded  # the same bad bytes: no reload on every question
+
+
+# ---------------------------------------------------------------------------
+# D4: a kill inside commit must not leave running readers on the old snapshot
+# ---------------------------------------------------------------------------
+
+KILL_IN_COMMIT = """
+import os, signal, sys
+from dataclasses import replace
+from pathlib import Path
+import assistant.index.chroma as chroma
+from assistant.config import Settings, StoreSettings
+from assistant.index.ingest import ingest
+from tests.conftest import FakeEmbedder
+
+if sys.argv[3] == "kill":
+    # Dies after the collection says clean with the new generation, before the file.
+    chroma.write_generation = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
+settings = replace(Settings(), store=StoreSettings(path=Path(sys.argv[2])))
+ingest([Path(sys.argv[1])], settings=settings, embedder=FakeEmbedder())
+"""
+
+
+def ingest_in_child(docs: Path, index: Path, mode: str) -> int:
+    done = subprocess.run(
+        [sys.executable, "-c", KILL_IN_COMMIT, str(docs), str(index), mode],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    return done.returncode
+
+
+def committed_generation(index: Path) -> str:
+    forget_cached_clients()
+    store = ChromaIndex(
+        StoreSettings(path=index), embedder_identity=ConftestEmbedder().identity, dimension=64
+    )
+    metadata = store._open(create=False).metadata or {}
+    return str(metadata["generation"])
+
+
+def test_after_a_kill_inside_commit_the_next_run_republishes_the_generation(
+    tmp_path: Path,
+) -> None:
+    """D4: a normal (no-op) run after the kill makes the file equal the committed generation."""
+    docs = write_docs(tmp_path / "docs", TINY_CORPUS)
+    index = tmp_path / "idx"
+    assert ingest_in_child(docs, index, "normal") == 0
+    reader = IndexReader(
+        StoreSettings(path=index), embedder_identity=ConftestEmbedder().identity, dimension=64
+    )
+    assert {c.source for c in reader.snapshot().chunks} == set(TINY_CORPUS)
+
+    (docs / "parking.md").unlink()
+    assert ingest_in_child(docs, index, "kill") == -9
+    stale = (index / "generation").read_text(encoding="utf-8")
+    assert committed_generation(index) != stale  # the window the finding describes
+
+    assert ingest_in_child(docs, index, "normal") == 0  # finds nothing to do
+    assert (index / "generation").read_text(encoding="utf-8") == committed_generation(index)
+    assert {c.source for c in reader.snapshot().chunks} == {"leave.md"}
+    assert ingest_in_child(docs, index, "normal") == 0
+    assert (index / "generation").read_text(encoding="utf-8") == committed_generation(index)

@@ -321,6 +321,20 @@ class ChromaIndex:
             write_generation(self.settings, generation)
         return generation
 
+    def republish(self) -> None:
+        """Make ``INDEX/generation`` say the committed generation, if it does not.
+
+        A run killed inside `commit` (collection marked clean, file not yet replaced)
+        leaves the old token in the file, and running readers, which only read the
+        file, would serve the old snapshot until some later ingest changed a document.
+        """
+        if self.settings.is_remote:
+            return
+        committed = str((self._open(create=False).metadata or {}).get("generation", "0"))
+        if read_generation(self.settings) != committed:
+            logger.info("republishing generation %s at %s", committed, self.location)
+            write_generation(self.settings, committed)
+
     def generation(self) -> str:
         """Return the committed generation."""
         if not self.settings.is_remote:

@@ -150,6 +150,8 @@ def _execute(
     _remove(run, plan)
     if plan.to_process or plan.removed:
         run.index.commit()
+    else:
+        run.index.republish()
     return _report(run, plan, dry_run=False, planned_chunks=0)
 
 
