@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from urllib.parse import quote
 
+from assistant.answering.citations import defuse_markers
 from assistant.types import MAX_TURN_CHARS, MAX_TURNS, Answer, Hit, Turn
 from assistant.words import valid_unicode
 
@@ -140,7 +141,8 @@ def doc_link(hit: Hit, *, base: str = "/doc/") -> str:
 
 
 def _snippet(hit: Hit, *, limit: int = SNIPPET_CHARS) -> str:
-    flat = _SPACES.sub(" ", _STRONG.sub(r"\2", _HEADING_MARK.sub("", hit.chunk.body))).strip()
+    body = defuse_markers(hit.chunk.body)  # a document's "[2]" is no citation of ours
+    flat = _SPACES.sub(" ", _STRONG.sub(r"\2", _HEADING_MARK.sub("", body))).strip()
     if len(flat) > limit:
         flat = flat[:limit].rsplit(" ", 1)[0] + " …"
     return escape_markdown(flat)
