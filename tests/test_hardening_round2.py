@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
@@ -41,9 +42,11 @@ from assistant.index.ingest import ingest
 from assistant.index.plan import doc_key
 from assistant.index.reader import IndexReader
 from assistant.types import Answer, Citation, SearchFilters
-from assistant.web.format import sources_markdown
+from assistant.web.app import build_app
+from assistant.web.format import doc_link, sources_markdown
 from assistant.web.ui import build_demo, launch, make_responder
 from assistant.web.viewer import DocumentViewer
+from tests.chromium import CHROMIUM, LAUNCH_ARGS
 from tests.conftest import ROOT, free_port, run_ingest
 from tests.conftest import FakeEmbedder as ConftestEmbedder
 from tests.hit_factory import make_hit
@@ -760,3 +763,89 @@ def test_every_marker_a_reader_sees_points_at_a_retrieved_source(pieces: list[st
     for marker in SEEN_MARKER.findall(visible_text(answer.text)):
         assert re.fullmatch(r"\[[123]\]", marker), marker
         assert int(marker[1:-1]) in cited
+
+
+# ---------------------------------------------------------------------------
+# D13: indexed names with ":" or "\" open in the viewer
+# ---------------------------------------------------------------------------
+
+ODD_NAMES = {
+    "colon:parking.md": "# Colon parking\n\nParking permits for colon staff.\n",
+    "back\\slash.md": "# Backslash rules\n\nBackslash staff park on level three.\n",
+    "HR: leave policy.md": "# HR leave\n\nStaff get 25 days of annual leave.\n",
+    "javascript:alert('x').md": "# Script name\n\nA harmless document with a scary name.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def odd_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    base = tmp_path_factory.mktemp("odd")
+    docs = write_docs(base / "docs", ODD_NAMES)
+    (docs / "draft:secret.md").write_text("# Draft\n\nNever indexed.\n", encoding="utf-8")
+    settings = Settings(store=StoreSettings(path=base / "idx"), ui=UISettings(port=free_port()))
+    report = ingest(
+        [docs / name for name in ODD_NAMES], settings=settings, embedder=ConftestEmbedder()
+    )
+    assert not report.problems
+    app = build_app(settings, doc_roots=[docs], embedder=ConftestEmbedder())
+    url = app.launch().rstrip("/")
+    try:
+        yield url, docs
+    finally:
+        app.demo.close()
+
+
+def viewer_status(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return response.status, response.read().decode("utf-8")
+    except urllib.error.HTTPError as error:
+        return error.code, ""
+
+
+def test_every_indexed_source_opens_at_its_sources_link(odd_app: tuple[str, Path]) -> None:
+    """D13: the "open section" link of each source with ":" or "\\" answers 200 with its text."""
+    url, _ = odd_app
+    for source, text in ODD_NAMES.items():
+        link = doc_link(make_hit(1, "x", source=source, anchor="top"))
+        status, page = viewer_status(url + link)
+        assert status == 200, (source, link)
+        assert html_module.escape(text.splitlines()[2]) in page
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "draft:secret.md",
+        "draft%3Asecret.md",
+        "..%5C..%5Cetc%5Cpasswd",
+        "C:%5Cwindows",
+        "a%5C..%5Cb",
+    ],
+)
+def test_names_with_colons_or_backslashes_outside_the_catalog_stay_refused(
+    odd_app: tuple[str, Path], path: str
+) -> None:
+    """D13 control: only catalog sources get the wider character set."""
+    url, _ = odd_app
+    assert viewer_status(f"{url}/doc/{path}")[0] == 404
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is missing")
+def test_chromium_opens_the_viewer_links_of_odd_names(odd_app: tuple[str, Path]) -> None:
+    """D13 in the real browser: Chromium follows each link as the Sources panel writes it."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    url, _ = odd_app
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        try:
+            page = browser.new_page()
+            for source, text in ODD_NAMES.items():
+                link = doc_link(make_hit(1, "x", source=source, anchor="top"))
+                response = page.goto(url + link, wait_until="load")
+                assert response is not None
+                assert response.status == 200, (source, link)
+                assert text.splitlines()[2] in page.inner_text("body")
+        finally:
+            browser.close()
