@@ -388,9 +388,13 @@ def test_an_unknown_filter_value_gets_a_clear_message_and_no_search(
     url, service, _ = filter_app
     client = Client(url, verbose=False)
     result = client.predict("Leave?", ["gone.md"], [], 3, api_name="/chat")
-    assert service.calls == []
     assert "gone.md" in result[0]["content"]
     assert "not in the index" in result[0]["content"]
+    # A source name is no tag: each list is checked against its own catalog.
+    result = client.predict("Leave?", [], ["loan-policy.md"], 3, api_name="/chat")
+    assert "loan-policy.md" in result[0]["content"]
+    assert "not in the index" in result[0]["content"]
+    assert service.calls == []
 
 
 # ---------------------------------------------------------------------------

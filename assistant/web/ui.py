@@ -114,11 +114,12 @@ def make_responder(
         if len(question) > MAX_QUESTION_CHARS:
             yield [gr.ChatMessage(content=TOO_LONG_MESSAGE.format(length=len(question)))]
             return
-        unknown = _unknown_filters(catalog, sources or [], tags or [])
+        wanted_sources, wanted_tags = _as_list(sources), _as_list(tags)
+        unknown = _unknown_filters(catalog, wanted_sources, wanted_tags)
         if unknown:
             yield [gr.ChatMessage(content=UNKNOWN_FILTER_MESSAGE.format(values=unknown))]
             return
-        filters = SearchFilters(sources=tuple(sources or ()), tags=tuple(tags or ()))
+        filters = SearchFilters(sources=tuple(wanted_sources), tags=tuple(wanted_tags))
         top_k = _clamp_k(k, default=settings.retrieval.top_k)
         turns = history_to_turns(history)
         yield from _answer(
@@ -128,8 +129,15 @@ def make_responder(
     return respond
 
 
+def _as_list(value: object) -> list[Any]:
+    """Return a filter value as a list: API clients may send one string or nothing."""
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
 def _unknown_filters(
-    catalog: Callable[[], FilterChoices] | None, sources: Sequence[object], tags: Sequence[object]
+    catalog: Callable[[], FilterChoices] | None, sources: list[Any], tags: list[Any]
 ) -> str:
     """Return the filter values the index does not hold now, escaped and joined, or ""."""
     if catalog is None:
@@ -138,10 +146,10 @@ def _unknown_filters(
         known_sources, known_tags = catalog()
     except AssistantError:
         return ""  # no index: the service says so
-    known = {source for source, _ in known_sources} | set(known_tags)
-    wanted = [*sources, *tags]
-    unknown = [str(value) for value in wanted if not isinstance(value, str) or value not in known]
-    return ", ".join(f"`{escape_markdown(value)}`" for value in unknown[:5])
+    names = {source for source, _ in known_sources}
+    unknown = [v for v in sources if not isinstance(v, str) or v not in names]
+    unknown += [v for v in tags if not isinstance(v, str) or v not in set(known_tags)]
+    return ", ".join(escape_markdown(valid_unicode(str(value))) for value in unknown[:5])
 
 
 def _clamp_k(k: float | None, *, default: int) -> int:
