@@ -755,8 +755,10 @@ def test_citation_lookalikes_from_the_model_are_resolved_or_removed() -> None:
                 "\u30102\u3011",
             ]
         )
-        | st.sampled_from(["Parking ", "is ", "paid. ", "(", ")", "[x]", "[[", "]]", "\\"]),
-        max_size=12,
+        | st.sampled_from(
+            ["Parking ", "is ", "paid. ", "(", ")", "[x]", "[[", "]]", "\\", " ", "<", ">", '"t"']
+        ),
+        max_size=16,
     )
 )
 def test_every_marker_a_reader_sees_points_at_a_retrieved_source(pieces: list[str]) -> None:

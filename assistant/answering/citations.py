@@ -33,14 +33,18 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-# Not followed by a whole "(destination)": "[4](y)" is a link reading "4", not a marker.
-_NOT_LINK = r"(?!\\?\([^)\n]*\))"
+# Not followed by what surely makes a link: "[4](y)" reads "4", not a marker. Anything
+# the renderer would not take as a destination ("(a b)", an escaped "\(") leaves the
+# brackets visible, so it must count as a marker.
+_LINK_TAIL = r"""\(\s*(?:<[^>\n]*>|[^()\s<]*)(?:\s+(?:"[^"\n]*"|'[^'\n]*'))?\s*\)"""
+_NOT_LINK = rf"(?!{_LINK_TAIL})"
 MARKER = re.compile(rf"\[(\d{{1,3}}(?:\s*,\s*\d{{1,3}})*)\]{_NOT_LINK}")
 # Anything that reads as a citation: optional Markdown escapes, ASCII, fullwidth or
 # lenticular brackets, a footnote caret, spaces, lists and ranges of numbers.
 _OPEN, _CLOSE = r"\\?[\[\uff3b\u3010]", r"\\?[\]\uff3d\u3011]"
 _NUMBERS = r"\d+(?:\s*[,;\u2013\u2014-]\s*\d+)*"
-LOOKALIKE = re.compile(rf"{_OPEN}\s*\^?\s*({_NUMBERS})\s*{_CLOSE}{_NOT_LINK}")
+LOOKALIKE = re.compile(rf"{_OPEN}\s*\^?\s*({_NUMBERS})\s*{_CLOSE}")
+_IS_LINK_TAIL = re.compile(_LINK_TAIL)
 # A link (inline or by reference) whose label is a marker: "[[1]](/doc/other.md)".
 _MARKER_LINK = re.compile(
     rf"\\?\[\s*({_OPEN}\s*\^?\s*{_NUMBERS}\s*{_CLOSE})\s*\\?\]"
@@ -66,7 +70,19 @@ def defuse_markers(text: str) -> str:
     Footnote references such as ``[2]`` are common in converted policies; quoted
     as they are, they would read (and be checked) as citations of source 2.
     """
-    return LOOKALIKE.sub(lambda m: f"[note {' '.join(m.group(1).split())}]", text)
+    return LOOKALIKE.sub(
+        lambda m: m[0] if _is_link(m) else f"[note {' '.join(m.group(1).split())}]", text
+    )
+
+
+def _is_link(match: re.Match[str]) -> bool:
+    """Return whether a lookalike is the label of a link ("[4](y)" reads "4", no marker).
+
+    Only plain brackets make a link; escaped or fullwidth ones stay visible whatever
+    follows, and so does a "(...)" the renderer would not take as a destination.
+    """
+    plain = match[0].startswith("[") and match[0].endswith("]") and match[0][-2:] != "\\]"
+    return plain and _IS_LINK_TAIL.match(match.string, match.end()) is not None
 
 
 def _numbers(inside: str) -> list[int] | None:
@@ -103,6 +119,8 @@ def check_answer(
     invalid: list[int] = []
 
     def keep_valid(match: re.Match[str]) -> str:
+        if _is_link(match):
+            return match[0]
         numbers = _numbers(match.group(1))
         if numbers is None:  # "[1-900]": not a citation anyone placed on purpose
             invalid.extend(int(n) for n in re.findall(r"\d+", match.group(1)))
