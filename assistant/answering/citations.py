@@ -1,9 +1,16 @@
-"""Check an answer's ``[n]`` citations against the sources the prompt numbered.
+r"""Check an answer's ``[n]`` citations against the sources the prompt numbered.
 
 ``[n]``, ``[n, m]`` and ``[n][m]`` are recognised. Numbers that point at no
-source are removed from the text (and logged). Each sentence that cites
-sources is compared with their text: most of its content words, and every
-number it states, must appear there, otherwise it is listed as unsupported.
+source are removed from the text (and logged). Whatever else a reader would take
+for a citation (``\[9\]``, ``[ 7 ]``, ``[^2]``, ``[1-3]``, ``[1000]``, fullwidth
+brackets, a link labelled ``[1]``) is rewritten to plain ``[n]`` markers or
+removed the same way, so every marker shown points at a retrieved source.
+Bracketed numbers inside quoted document text are defused first
+(`defuse_markers`: ``[2]`` reads ``[note 2]``), so a document cannot cite.
+
+Each sentence that cites sources is compared with their text: most of its
+content words, and every number it states, must appear there, otherwise it is
+listed as unsupported.
 A model answer's sentences are also checked against all the sources, cited or
 not (`assistant.answering.grounding`), and the flags are shown in the text.
 This is a lexical check: it catches invented figures and citations to the
@@ -31,11 +38,30 @@ __all__ = [
     "MARKER",
     "check_answer",
     "cited_numbers",
+    "defuse_markers",
 ]
 
 logger = logging.getLogger(__name__)
 
-MARKER = re.compile(r"\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\](?!\()")
+# Not followed by what surely makes a link: "[4](y)" reads "4", not a marker. Anything
+# the renderer would not take as a destination ("(a b)", an escaped "\(") leaves the
+# brackets visible, so it must count as a marker.
+_LINK_TAIL = r"""\(\s*(?:<[^>\n]*>|[^()\s<]*)(?:\s+(?:"[^"\n]*"|'[^'\n]*'))?\s*\)"""
+_NOT_LINK = rf"(?!{_LINK_TAIL})"
+MARKER = re.compile(rf"\[(\d{{1,3}}(?:\s*,\s*\d{{1,3}})*)\]{_NOT_LINK}")
+# Anything that reads as a citation: optional Markdown escapes, ASCII, fullwidth or
+# lenticular brackets, a footnote caret, spaces, lists and ranges of numbers.
+_OPEN, _CLOSE = r"\\?[\[\uff3b\u3010]", r"\\?[\]\uff3d\u3011]"
+_NUMBERS = r"\d+(?:\s*[,;\u2013\u2014-]\s*\d+)*"
+LOOKALIKE = re.compile(rf"{_OPEN}\s*\^?\s*({_NUMBERS})\s*{_CLOSE}")
+_IS_LINK_TAIL = re.compile(_LINK_TAIL)
+# A link (inline or by reference) whose label is a marker: "[[1]](/doc/other.md)".
+_MARKER_LINK = re.compile(
+    rf"\\?\[\s*({_OPEN}\s*\^?\s*{_NUMBERS}\s*{_CLOSE})\s*\\?\]"
+    r"(?:\\?\([^)\n]*\)|\[[^\]\n]*\])"
+)
+_RANGE = re.compile(r"(\d+)\s*[\u2013\u2014-]\s*(\d+)")
+_MAX_RANGE = 10
 # A sentence ends at . ! or ? (plus any markers placed after it) or at a line end.
 _SENTENCE = re.compile(r"[^\n]+?(?:[.!?]+(?:\s*\[\d[\d,\s]*\])*(?=\s)|$)", re.M)
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -46,6 +72,42 @@ _SUPPORT_THRESHOLD = 0.5
 def cited_numbers(text: str) -> list[int]:
     """Return the citation numbers in ``text`` in order of appearance (with repeats)."""
     return [int(n) for m in MARKER.finditer(text) for n in m.group(1).split(",")]
+
+
+def defuse_markers(text: str) -> str:
+    """Return document text whose own bracketed numbers cannot pass for citations.
+
+    Footnote references such as ``[2]`` are common in converted policies; quoted
+    as they are, they would read (and be checked) as citations of source 2.
+    """
+    return LOOKALIKE.sub(
+        lambda m: m[0] if _is_link(m) else f"[note {' '.join(m.group(1).split())}]", text
+    )
+
+
+def _is_link(match: re.Match[str]) -> bool:
+    """Return whether a lookalike is the label of a link ("[4](y)" reads "4", no marker).
+
+    Only plain brackets make a link; escaped or fullwidth ones stay visible whatever
+    follows, and so does a "(...)" the renderer would not take as a destination.
+    """
+    plain = match[0].startswith("[") and match[0].endswith("]") and match[0][-2:] != "\\]"
+    return plain and _IS_LINK_TAIL.match(match.string, match.end()) is not None
+
+
+def _numbers(inside: str) -> list[int] | None:
+    """Return the numbers a marker's inside names, or None for a range too wide to mean it."""
+    numbers: list[int] = []
+    for part in re.split(r"\s*[,;]\s*", inside.strip()):
+        span = _RANGE.fullmatch(part)
+        if span is None:
+            numbers.append(int(part))
+            continue
+        low, high = int(span[1]), int(span[2])
+        if not 0 <= high - low < _MAX_RANGE:
+            return None
+        numbers.extend(range(low, high + 1))
+    return numbers
 
 
 def check_answer(
@@ -76,12 +138,20 @@ def check_answer(
     invalid: list[int] = []
 
     def keep_valid(match: re.Match[str]) -> str:
-        numbers = [int(n) for n in match.group(1).split(",")]
-        good = [n for n in numbers if 1 <= n <= len(sources)]
+        if _is_link(match):
+            return match[0]
+        numbers = _numbers(match.group(1))
+        if numbers is None:  # "[1-900]": not a citation anyone placed on purpose
+            invalid.extend(int(n) for n in re.findall(r"\d+", match.group(1)))
+            return ""
+        good = list(dict.fromkeys(n for n in numbers if 1 <= n <= len(sources)))
         invalid.extend(n for n in numbers if n not in good)
         return "".join(f"[{n}]" for n in good)
 
-    cleaned = re.sub(r"[ \t]+(?=[.,;:!?]|$)", "", MARKER.sub(keep_valid, text), flags=re.M)
+    # A marker used as a link label would point the "citation" at any page of ours.
+    unlinked = _MARKER_LINK.sub(lambda m: m.group(1), text)
+    checked = LOOKALIKE.sub(keep_valid, unlinked)
+    cleaned = re.sub(r"[ \t]+(?=[.,;:!?]|$)", "", checked, flags=re.M)
     if invalid:
         logger.warning("removed citations to missing sources: %s", sorted(set(invalid)))
     if offline:

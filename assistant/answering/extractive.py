@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from assistant.answering.citations import defuse_markers
 from assistant.types import Hit
 from assistant.words import content_words, quoted_list
 
@@ -90,10 +91,12 @@ def stream_extractive(
             f"{quoted_list(unknown_words[:3])}, so these passages may not answer the question."
         )
     for passage in passages:
+        # The document's own "[2]" must not read, or count, as a citation of source 2.
+        text = defuse_markers(passage.text)
         if passage.is_table:
-            parts.append(f"From [{passage.number}]:\n\n{passage.text}")
+            parts.append(f"From [{passage.number}]:\n\n{text}")
         else:
-            parts.append(f"> {passage.text} [{passage.number}]")
+            parts.append(f"> {text} [{passage.number}]")
     if not passages:
         parts.append(NOTHING_FOUND)
     yield from _DELTA.findall("\n\n".join(parts))

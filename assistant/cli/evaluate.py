@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
+from assistant.cli._common import printable
 from assistant.config import ChunkingSettings, Settings
 from assistant.errors import ConfigError
 from assistant.protocols import Embedder, Searcher
@@ -104,16 +105,18 @@ def run_eval(
             docs=args.docs,
             embedder=make_embedder(settings.embedding),
         )
-        print(_sweep_json(rows) if args.json else format_sweep(rows), file=out)
+        print(_sweep_json(rows) if args.json else printable(format_sweep(rows)), file=out)
         if not args.json:
             plot_sweep(rows, args.plot)
-            print(f"plot written to {args.plot}", file=out)
+            print(printable(f"plot written to {args.plot}"), file=out)
         return 0
     report = evaluate(
         searcher_factory(settings), questions, cutoffs=tuple(args.k or DEFAULT_CUTOFFS)
     )
     print(
-        json.dumps(report_to_json(report), indent=2) if args.json else format_report(report),
+        json.dumps(report_to_json(report), indent=2)
+        if args.json
+        else printable(format_report(report)),
         file=out,
     )
     return 0

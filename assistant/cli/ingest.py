@@ -19,6 +19,7 @@ from typing import Never, TextIO
 from assistant.cli._common import (
     EXIT_FAILED,
     EXIT_OK,
+    printable,
     report_error,
     settings_with_index,
 )
@@ -73,7 +74,7 @@ def ingest_main(
             json.dumps(report_to_json(report, index=str(settings.store.path)), indent=2), file=out
         )
     else:
-        print(_summary(report), file=out)
+        print(printable(_summary(report)), file=out)
     return EXIT_FAILED if args.strict and report.problems else EXIT_OK
 
 
@@ -166,9 +167,15 @@ def _summary(report: IngestReport) -> str:
         ("changed", report.changed),
         ("removed", report.removed),
     ):
-        lines.extend(f"  {label}: {name}" for name in names)
-    lines.extend(f"  FAILED {p.source}: {p.reason}" for p in report.problems)
-    lines.extend(f"  skipped {s.source}: {s.reason}" for s in report.skipped)
+        lines.extend(f"  {label}: {printable(name, inline=True)}" for name in names)
+    lines.extend(
+        f"  FAILED {printable(p.source, inline=True)}: {printable(p.reason, inline=True)}"
+        for p in report.problems
+    )
+    lines.extend(
+        f"  skipped {printable(s.source, inline=True)}: {printable(s.reason, inline=True)}"
+        for s in report.skipped
+    )
     if report.timings:
         lines.append("  time: " + ", ".join(f"{s} {t:.2f}s" for s, t in report.timings))
     return "\n".join(lines)

@@ -27,6 +27,8 @@ from assistant.cli._common import (
     EXIT_OK,
     EXIT_USAGE,
     configure_logging,
+    lenient_stdin,
+    printable,
     report_error,
     settings_with_index,
 )
@@ -34,7 +36,7 @@ from assistant.config import EmbeddingSettings, Settings
 from assistant.errors import AssistantError, ConfigError
 from assistant.protocols import Embedder, Searcher
 from assistant.types import HEADING_SEPARATOR, SearchFilters, SearchResult
-from assistant.words import quoted_list
+from assistant.words import is_valid_unicode, quoted_list
 
 __all__ = [
     "EXIT_FAILED",
@@ -154,7 +156,7 @@ def main(
     except SystemExit as exc:  # argparse has printed the usage message
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     configure_logging(args.verbose)
-    io = _IO(stdin or sys.stdin, stdout or sys.stdout)
+    io = _IO(stdin or lenient_stdin(), stdout or sys.stdout)
     try:
         settings = settings_from_args(args, os.environ if environ is None else environ)
         if args.command == "eval":
@@ -173,6 +175,7 @@ def main(
             return run_ask(
                 args, settings, stdin=io.stdin, out=io.out, searcher=searcher_factory(settings)
             )
+        _check_question(args)
         return _search(args, settings, io, searcher_factory(settings))
     except AssistantError as exc:
         return report_error(exc, err)
@@ -199,6 +202,14 @@ def _filters(args: argparse.Namespace) -> SearchFilters:
     )
 
 
+def _check_question(args: argparse.Namespace) -> None:
+    """Refuse a missing or blank question before the model loads (a usage error)."""
+    if args.question is None and not args.json:
+        raise ConfigError("give a question, or --json to read questions from stdin")
+    if args.question is not None and not args.question.strip():
+        raise ConfigError("give a question (this one is empty), or --json without one")
+
+
 def _search(args: argparse.Namespace, settings: Settings, io: _IO, searcher: Searcher) -> int:
     filters = _filters(args)
     k = settings.retrieval.top_k
@@ -210,12 +221,10 @@ def _search(args: argparse.Namespace, settings: Settings, io: _IO, searcher: Sea
             if line.strip():
                 _answer_json_line(line, io.out, searcher, k=k, filters=filters)
         return EXIT_OK
-    if args.question is None:
-        raise ConfigError("give a question, or --json to read questions from stdin")
     result = searcher.search(args.question, k=k, filters=filters)
-    print(format_result(result, min_score=settings.retrieval.min_score), file=io.out)
+    print(printable(format_result(result, min_score=settings.retrieval.min_score)), file=io.out)
     if args.trace:
-        print("\n".join(result.trace), file=io.out)
+        print(printable("\n".join(result.trace)), file=io.out)
     return EXIT_OK
 
 
@@ -224,12 +233,29 @@ def _answer_json_line(
 ) -> None:
     try:
         request = json.loads(line)
-        question_id, question = request.get("id"), str(request["question"])
+        question_id, question = request.get("id"), request["question"]
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        out.write(json.dumps({"id": None, "error": f"bad request line: {exc}"}) + "\n")
-        out.flush()
+        _write_error_line(out, None, f"bad request line: {exc}")
+        return
+    if not isinstance(question, str) or not question.strip():
+        # str(None) would search for "None", str(["a"]) for "['a']".
+        _write_error_line(out, question_id, "bad request line: question must be a non-empty string")
+        return
+    if not (_writable(question) and _writable(question_id)):
+        _write_error_line(out, question_id, "bad request line: not valid Unicode")
         return
     _write_json_line(out, question_id, searcher.search(question, k=k, filters=filters))
+
+
+def _writable(value: object) -> bool:
+    """Return whether ``value`` holds no lone surrogate (it can be searched and written back)."""
+    return is_valid_unicode(json.dumps(value, ensure_ascii=False))
+
+
+def _write_error_line(out: TextIO, question_id: object, error: str) -> None:
+    out.write(json.dumps({"id": question_id if _writable(question_id) else None, "error": error}))
+    out.write("\n")
+    out.flush()
 
 
 def _write_json_line(out: TextIO, question_id: object, result: SearchResult) -> None:
@@ -268,8 +294,9 @@ def format_result(result: SearchResult, *, min_score: float) -> str:
         flag = " [superseded]" if hit.superseded else ""
         snippet = " ".join(hit.chunk.body.split())
         snippet = snippet if len(snippet) <= 200 else snippet[:199] + "…"
-        lines.append(f"{hit.rank}. {hit.score:.3f}  {hit.chunk.source}{page}{flag}")
-        lines.append(f"   {hit.chunk.breadcrumb}")
+        source, breadcrumb = printable(hit.chunk.source, inline=True), hit.chunk.breadcrumb
+        lines.append(f"{hit.rank}. {hit.score:.3f}  {source}{page}{flag}")
+        lines.append(f"   {printable(breadcrumb, inline=True)}")
         lines.append(f"   {snippet}")
     if result.unknown_words:
         lines.append(f"No indexed document uses {quoted_list(result.unknown_words)}.")

@@ -13,6 +13,7 @@ from assistant.cli._common import (
     EXIT_FAILED,
     EXIT_OK,
     configure_logging,
+    printable,
     report_error,
     settings_with_index,
 )
@@ -62,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AssistantError as exc:
         return report_error(exc, sys.stderr)
     except OSError as exc:
-        print(f"error: cannot start the server: {exc}", file=sys.stderr)
+        print(printable(f"error: cannot start the server: {exc}"), file=sys.stderr)
         return EXIT_FAILED
     print(f"Policy assistant running at {url}  (Ctrl+C to stop)", flush=True)
     try:

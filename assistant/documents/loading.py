@@ -24,7 +24,14 @@ from assistant.documents.base import Extracted, fallback_title
 from assistant.errors import ConfigError, DocumentError, EmptyDocumentError
 from assistant.types import MAX_TITLE_CHARS, Document, shorten_heading
 
-__all__ = ["MAX_FILE_BYTES", "SUPPORTED_SUFFIXES", "check_file", "discover", "load_document"]
+__all__ = [
+    "MAX_FILE_BYTES",
+    "SUPPORTED_SUFFIXES",
+    "check_file",
+    "discover",
+    "load_document",
+    "read_file",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -78,13 +85,17 @@ def _walk(root: Path) -> list[Path]:
     return files
 
 
-def load_document(path: Path, *, root: Path, source: str | None = None) -> Document:
+def load_document(
+    path: Path, *, root: Path, source: str | None = None, data: bytes | None = None
+) -> Document:
     """Read and parse one file.
 
     Args:
         path: The file to load.
         root: The directory it was found under; ``source`` is relative to it.
         source: The document's identity; defaults to the POSIX path relative to ``root``.
+        data: The file's bytes, already read with `read_file` (a caller that also
+            hashes them); read here when None.
 
     Returns:
         The parsed document.
@@ -97,7 +108,8 @@ def load_document(path: Path, *, root: Path, source: str | None = None) -> Docum
     if source is None:
         source = Path(os.path.relpath(path, root)).as_posix()
     kind = _kind(path, source=source)
-    data = _read(path, root=root, source=source)
+    if data is None:
+        data = read_file(path, root=root, source=source)
     if not data.strip():
         raise EmptyDocumentError(source, "file is empty (no text)")
     extracted = _loader(kind)(data, source=source, fallback=fallback_title(path.stem))
@@ -151,7 +163,12 @@ def _kind(path: Path, *, source: str) -> str:
     return kind
 
 
-def _read(path: Path, *, root: Path, source: str) -> bytes:
+def read_file(path: Path, *, root: Path, source: str) -> bytes:
+    """Return the bytes of a file that passes `check_file`.
+
+    Raises:
+        DocumentError: As `check_file`, or the file cannot be read.
+    """
     real = check_file(path, root=root, source=source)
     try:
         return real.read_bytes()

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from assistant.config import LOCAL_MODEL_TOKENS
 from assistant.embeddings.model_files import (
     MODEL_PACKAGE,
     MODEL_SHA256,
@@ -44,7 +45,7 @@ __all__ = ["DIMENSION", "MAX_INPUT_TOKENS", "VARIANTS", "OnnxEmbedder"]
 logger = logging.getLogger(__name__)
 
 DIMENSION = 384
-MAX_INPUT_TOKENS = 256
+MAX_INPUT_TOKENS = LOCAL_MODEL_TOKENS  # the model's max_seq_length; config refuses longer chunks
 VARIANTS = {"packaged": "int8", "dynamic": "int8-dynamic"}
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -40,7 +41,13 @@ from chromadb.errors import ChromaError, NotFoundError
 from assistant.config import StoreSettings
 from assistant.errors import IndexMismatchError, IndexNotFoundError, StoreError
 from assistant.index.codec import ChunkRecord, MetadataValue, decode_chunk, decode_doc_meta
-from assistant.index.files import describe_location, disk_hint, read_generation, write_generation
+from assistant.index.files import (
+    damage_hint,
+    describe_location,
+    disk_hint,
+    read_generation,
+    write_generation,
+)
 from assistant.types import Chunk, DocMeta, IndexSnapshot, StoredDocument, chunk_id
 
 __all__ = ["ChromaIndex", "forget_cached_clients"]
@@ -78,7 +85,8 @@ def _make_client(settings: StoreSettings) -> Any:
         )
     except _FAILURES as exc:
         raise StoreError(
-            f"cannot open the index ({describe_location(settings)}): {exc}{disk_hint(settings)}"
+            f"cannot open the index ({describe_location(settings)}): {exc}"
+            f"{disk_hint(settings)}{damage_hint(settings, exc)}"
         ) from exc
     _remote_clients[settings] = client
     return client
@@ -105,7 +113,8 @@ class ChromaIndex:
         return describe_location(self.settings)
 
     def _failure(self, verb: str, exc: BaseException) -> StoreError:
-        return StoreError(f"{verb} {self.location} failed: {exc}{disk_hint(self.settings)}")
+        hints = disk_hint(self.settings) + damage_hint(self.settings, exc)
+        return StoreError(f"{verb} {self.location} failed: {exc}{hints}")
 
     def exists(self) -> bool:
         """Return whether the collection exists (never creates anything)."""
@@ -149,7 +158,8 @@ class ChromaIndex:
                     metadata=self._identity_metadata(generation="0", state=_CLEAN),
                 )
             except _FAILURES as exc:
-                raise StoreError(f"cannot open {self.location}: {exc}") from exc
+                hint = damage_hint(self.settings, exc)
+                raise StoreError(f"cannot open {self.location}: {exc}{hint}") from exc
         self._check_identity(collection.metadata or {})
         self._collection = collection
         return collection
@@ -182,7 +192,11 @@ class ChromaIndex:
             )
 
     def drop(self) -> None:
-        """Delete the collection and everything in it (for a rebuild)."""
+        """Delete the collection and everything in it (for a rebuild).
+
+        A local store Chroma cannot open or change (a damaged database file) is
+        deleted as a whole, so a rebuild recovers from any damage.
+        """
         if not self.settings.is_remote and not (self.settings.path / "chroma").is_dir():
             return
         with _client_lock:
@@ -190,10 +204,22 @@ class ChromaIndex:
                 _make_client(self.settings).delete_collection(self.settings.collection)
             except NotFoundError:
                 return
-            except _FAILURES as exc:
-                raise self._failure("dropping", exc) from exc
+            except (StoreError, *_FAILURES) as exc:
+                if self.settings.is_remote:
+                    raise self._failure("dropping", exc) from exc
+                self._delete_store(exc)
         self._collection = None
         logger.info("dropped the index at %s", self.location)
+
+    def _delete_store(self, cause: BaseException) -> None:
+        """Remove the local Chroma directory; call with ``_client_lock`` held."""
+        store = self.settings.path / "chroma"
+        logger.warning("cannot read the index at %s (%s): deleting %s", self.location, cause, store)
+        forget_cached_clients()  # the cached client still holds the damaged files
+        try:
+            shutil.rmtree(store)
+        except OSError as exc:
+            raise StoreError(f"cannot delete the damaged index {store}: {exc}") from exc
 
     def stored_documents(self) -> dict[str, StoredDocument]:
         """Return what the index holds, per source.
@@ -294,6 +320,20 @@ class ChromaIndex:
         if not self.settings.is_remote:
             write_generation(self.settings, generation)
         return generation
+
+    def republish(self) -> None:
+        """Make ``INDEX/generation`` say the committed generation, if it does not.
+
+        A run killed inside `commit` (collection marked clean, file not yet replaced)
+        leaves the old token in the file, and running readers, which only read the
+        file, would serve the old snapshot until some later ingest changed a document.
+        """
+        if self.settings.is_remote:
+            return
+        committed = str((self._open(create=False).metadata or {}).get("generation", "0"))
+        if read_generation(self.settings) != committed:
+            logger.info("republishing generation %s at %s", committed, self.location)
+            write_generation(self.settings, committed)
 
     def generation(self) -> str:
         """Return the committed generation."""

@@ -7,13 +7,17 @@ which running readers compare on each question to know when to reload.
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import os
+import re
 import shutil
 from pathlib import Path
 
 from assistant.config import StoreSettings
 
 __all__ = [
+    "damage_hint",
     "describe_location",
     "disk_hint",
     "generation_path",
@@ -21,7 +25,11 @@ __all__ = [
     "write_generation",
 ]
 
+logger = logging.getLogger(__name__)
+
 _LOW_DISK_BYTES = 16 * 1024 * 1024
+# SQLite's words for a database file it cannot read as one.
+_DAMAGED = re.compile(r"malformed|not a database|corrupt", re.IGNORECASE)
 
 
 def generation_path(settings: StoreSettings) -> Path:
@@ -30,11 +38,24 @@ def generation_path(settings: StoreSettings) -> Path:
 
 
 def read_generation(settings: StoreSettings) -> str:
-    """Return the committed generation of a local index, "0" before the first commit."""
+    """Return the committed generation of a local index, "0" before the first commit.
+
+    A file that cannot be read or decoded gives a token no snapshot holds, so readers
+    reload (once per distinct content) instead of failing every question.
+    """
+    path = generation_path(settings)
     try:
-        return generation_path(settings).read_text(encoding="utf-8").strip()
+        raw = path.read_bytes()
     except FileNotFoundError:
         return "0"
+    except OSError as exc:
+        logger.warning("cannot read %s (%s): reloading the index", path, exc.strerror or exc)
+        return f"unreadable:{exc.errno}"
+    try:
+        return raw.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        logger.warning("%s is not a generation token: reloading the index", path)
+        return f"unreadable:{hashlib.sha256(raw).hexdigest()[:16]}"
 
 
 def write_generation(settings: StoreSettings, generation: str) -> None:
@@ -56,6 +77,16 @@ def disk_hint(settings: StoreSettings) -> str:
     if free >= _LOW_DISK_BYTES:
         return ""
     return f" (the disk holding the index is full or nearly full: {free // 1024} KiB free)"
+
+
+def damage_hint(settings: StoreSettings, exc: BaseException) -> str:
+    """Name the way out when Chroma says its local database file is damaged."""
+    if settings.is_remote or not _DAMAGED.search(str(exc)):
+        return ""
+    return (
+        " (the index database is damaged; `python ingest.py --rebuild PATH...` deletes "
+        f"{settings.path / 'chroma'} and builds the index again)"
+    )
 
 
 def describe_location(settings: StoreSettings) -> str:

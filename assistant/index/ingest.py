@@ -24,12 +24,12 @@ import numpy as np
 
 from assistant.chunking.chunker import chunk_document
 from assistant.config import Settings
-from assistant.documents.loading import check_file, discover, load_document
+from assistant.documents.loading import check_file, discover, load_document, read_file
 from assistant.errors import DocumentError, EmptyDocumentError
 from assistant.index.chroma import ChromaIndex
 from assistant.index.codec import encode_chunk
 from assistant.index.lock import writer_lock
-from assistant.index.plan import Candidate, IngestPlan, doc_key, is_whole, make_plan
+from assistant.index.plan import Candidate, IngestPlan, doc_key, is_whole, key_of, make_plan
 from assistant.protocols import Embedder
 from assistant.tokens import Tokenizer, get_tokenizer
 from assistant.types import Chunk, Document, Problem, StoredDocument, TokenWindow, chunk_id
@@ -156,6 +156,8 @@ def _execute(
     _remove_skipped(run, stored_ids)
     if plan.to_process or plan.removed:
         run.index.commit()
+    else:
+        run.index.republish()
     return _report(run, plan, stored, dry_run=False, planned_chunks=0)
 
 
@@ -229,8 +231,10 @@ def embedder_window(embedder: Embedder) -> TokenWindow:
 def _parse_one(
     run: _Run, candidate: Candidate, *, tokenizer: Tokenizer, window: TokenWindow
 ) -> _Parsed | None:
+    path, root, source = candidate.path, candidate.root, candidate.source
     try:
-        document = load_document(candidate.path, root=candidate.root, source=candidate.source)
+        data = read_file(path, root=root, source=source)
+        document = load_document(path, root=root, source=source, data=data)
     except EmptyDocumentError as exc:
         logger.info("skipping %s: %s", candidate.source, exc.reason)
         run.skipped.append(Problem(candidate.source, exc.reason))
@@ -239,6 +243,13 @@ def _parse_one(
         logger.warning("skipping %s: %s", candidate.source, exc.reason)
         run.problems.append(Problem(candidate.source, exc.reason))
         return None
+    # The file is read again long after the scan hashed it (a later embedding group can
+    # wait minutes); store the key of the bytes parsed, so an edit in between, even one
+    # undone later, makes the next run see a change.
+    key = key_of(data, signature=_signature(run))
+    if key != candidate.doc_key:
+        logger.info("%s changed during the ingest: storing the version parsed", candidate.source)
+        candidate = replace(candidate, doc_key=key)
     chunks = chunk_document(
         document, settings=run.settings.chunking, tokenizer=tokenizer, window=window
     )

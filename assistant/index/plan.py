@@ -16,7 +16,7 @@ from pathlib import Path
 
 from assistant.types import Problem, StoredDocument, chunk_id
 
-__all__ = ["Candidate", "IngestPlan", "doc_key", "is_whole", "make_plan"]
+__all__ = ["Candidate", "IngestPlan", "doc_key", "is_whole", "key_of", "make_plan"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +58,11 @@ def doc_key(path: Path, *, signature: str) -> str:
         digest = hashlib.file_digest(stream, "sha256")
     digest.update(b"\0" + signature.encode("utf-8"))
     return digest.hexdigest()
+
+
+def key_of(data: bytes, *, signature: str) -> str:
+    """Return `doc_key` of a file holding ``data``: the key of the bytes actually parsed."""
+    return hashlib.sha256(data + b"\0" + signature.encode("utf-8")).hexdigest()
 
 
 def is_intact(stored: StoredDocument, key: str) -> bool:

@@ -44,6 +44,7 @@ from assistant.retrieval.nomatch import (
 from assistant.retrieval.view import SearchView, dense_scores
 from assistant.tokens import Tokenizer
 from assistant.types import Chunk, Hit, IndexSnapshot, SearchFilters, SearchResult
+from assistant.words import valid_unicode
 
 __all__ = ["CANDIDATES", "Retriever"]
 
@@ -143,7 +144,8 @@ class Retriever:
         started = time.perf_counter()
         view = self._current_view()
         k = self.settings.top_k if k is None else max(1, k)
-        run = _Run(question, view, k, filters, started=started)
+        # Tokenizers raise on lone surrogates; whatever the caller passes is searchable.
+        run = _Run(valid_unicode(question), view, k, filters, started=started)
         for step in (self._restrict, self._score, self._fuse, self._expand, self._judge):
             step(run)
         return self._result(run)

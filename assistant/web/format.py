@@ -13,7 +13,9 @@ import re
 from collections.abc import Mapping, Sequence
 from urllib.parse import quote
 
+from assistant.answering.citations import defuse_markers
 from assistant.types import MAX_TURN_CHARS, MAX_TURNS, Answer, Hit, Turn
+from assistant.words import valid_unicode
 
 __all__ = [
     "doc_link",
@@ -33,6 +35,8 @@ _HEADING_MARK = re.compile(r"^\s{0,3}#{1,6}\s+", re.MULTILINE)
 # Bold around an FAQ question would otherwise show as literal "**" once escaped.
 _STRONG = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
 _SPACES = re.compile(r"\s+")
+# Any run of white space holding a line break (str.splitlines' set, CR LF included).
+_LINE_BREAK = re.compile(r"\s*[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]\s*")
 
 
 def history_to_turns(
@@ -78,7 +82,7 @@ def _to_turn(message: object, *, max_chars: int) -> Turn | None:
         metadata = getattr(message, "metadata", None)
     if isinstance(metadata, Mapping) and metadata.get("title"):
         return None
-    text = _content_text(content, max_chars=max_chars).strip()
+    text = valid_unicode(_content_text(content, max_chars=max_chars).strip())
     if not text:
         return None
     if role == "user":
@@ -114,8 +118,11 @@ def escape_markdown(text: str) -> str:
     """Return ``text`` as inert Markdown: HTML escaped, Markdown syntax backslashed.
 
     Document text shown in the chat (titles, snippets) must not create links,
-    images or HTML; after escaping it renders as the literal characters.
+    images or HTML; after escaping it renders as the literal characters. It is
+    always shown inline, so line breaks become spaces: a multi-line title must
+    not spill into paragraphs of its own.
     """
+    text = _LINE_BREAK.sub(" ", text)
     html_safe = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     escaped = _MD_SPECIAL.sub(r"\\\1", html_safe)
     return _LINE_START_MARK.sub(lambda m: m[1] + _escape_mark(m[2]), escaped)
@@ -134,7 +141,8 @@ def doc_link(hit: Hit, *, base: str = "/doc/") -> str:
 
 
 def _snippet(hit: Hit, *, limit: int = SNIPPET_CHARS) -> str:
-    flat = _SPACES.sub(" ", _STRONG.sub(r"\2", _HEADING_MARK.sub("", hit.chunk.body))).strip()
+    body = defuse_markers(hit.chunk.body)  # a document's "[2]" is no citation of ours
+    flat = _SPACES.sub(" ", _STRONG.sub(r"\2", _HEADING_MARK.sub("", body))).strip()
     if len(flat) > limit:
         flat = flat[:limit].rsplit(" ", 1)[0] + " …"
     return escape_markdown(flat)

@@ -28,9 +28,15 @@ from assistant.config import Settings
 from assistant.errors import AssistantError, IndexNotFoundError
 from assistant.protocols import AnswerStream, ChatService
 from assistant.types import SearchFilters, Turn
-from assistant.web.format import history_to_turns, sources_markdown, trace_markdown
+from assistant.web.format import (
+    escape_markdown,
+    history_to_turns,
+    sources_markdown,
+    trace_markdown,
+)
 from assistant.web.routes import app_kwargs
 from assistant.web.viewer import DocumentViewer
+from assistant.words import valid_unicode
 
 __all__ = ["EXAMPLES", "build_demo", "launch", "make_responder", "theme"]
 
@@ -43,10 +49,14 @@ EXAMPLES = (
     "How many guarantors does a development loan need?",
 )
 NO_INDEX_MESSAGE = (
-    "There is no search index yet. Run `python ingest.py` to index the policy documents, "
-    "then restart the UI."
+    "There is no search index yet. Run `python ingest.py` to index the policy documents; "
+    "the chat uses the new index from the next question on, with no restart."
 )
 FAILED_MESSAGE = "Sorry, the assistant could not answer: {reason}"
+UNKNOWN_FILTER_MESSAGE = (
+    "These filter values are not in the index: {values}. Choose documents and tags from "
+    "the Filters lists (reload the page to see newly indexed documents)."
+)
 
 Responder = Callable[..., Iterator[list[gr.ChatMessage]]]
 
@@ -70,12 +80,19 @@ TOO_LONG_MESSAGE = (
 )
 
 
-def make_responder(service: ChatService, *, settings: Settings) -> Responder:
+def make_responder(
+    service: ChatService,
+    *,
+    settings: Settings,
+    catalog: Callable[[], FilterChoices] | None = None,
+) -> Responder:
     """Return the chat generator Gradio calls with (message, history, sources, tags, k).
 
     Args:
         service: Answers questions.
         settings: Supplies the default ``k`` and the UI's own host for links.
+        catalog: Returns the current ``(sources, tags)``; filter values outside it are
+            refused with a message. None accepts any value.
 
     Returns:
         A generator function yielding the chat messages of one answer.
@@ -89,14 +106,21 @@ def make_responder(service: ChatService, *, settings: Settings) -> Responder:
         tags: list[str] | None = None,
         k: float | None = None,
     ) -> Iterator[list[gr.ChatMessage]]:
-        question = message.strip() if isinstance(message, str) else ""
+        # API clients can send lone surrogates ("\ud800"); the model, the prompt and
+        # Gradio's own JSON encoder all refuse them.
+        question = valid_unicode(message.strip()) if isinstance(message, str) else ""
         if not question:
             yield [gr.ChatMessage(content="Please type a question.")]
             return
         if len(question) > MAX_QUESTION_CHARS:
             yield [gr.ChatMessage(content=TOO_LONG_MESSAGE.format(length=len(question)))]
             return
-        filters = SearchFilters(sources=tuple(sources or ()), tags=tuple(tags or ()))
+        wanted_sources, wanted_tags = _as_list(sources), _as_list(tags)
+        unknown = _unknown_filters(catalog, wanted_sources, wanted_tags)
+        if unknown:
+            yield [gr.ChatMessage(content=UNKNOWN_FILTER_MESSAGE.format(values=unknown))]
+            return
+        filters = SearchFilters(sources=tuple(wanted_sources), tags=tuple(wanted_tags))
         top_k = _clamp_k(k, default=settings.retrieval.top_k)
         turns = history_to_turns(history)
         yield from _answer(
@@ -104,6 +128,29 @@ def make_responder(service: ChatService, *, settings: Settings) -> Responder:
         )
 
     return respond
+
+
+def _as_list(value: object) -> list[Any]:
+    """Return a filter value as a list: API clients may send one string or nothing."""
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
+def _unknown_filters(
+    catalog: Callable[[], FilterChoices] | None, sources: list[Any], tags: list[Any]
+) -> str:
+    """Return the filter values the index does not hold now, escaped and joined, or ""."""
+    if catalog is None:
+        return ""
+    try:
+        known_sources, known_tags = catalog()
+    except AssistantError:
+        return ""  # no index: the service says so
+    names = {source for source, _ in known_sources}
+    unknown = [v for v in sources if not isinstance(v, str) or v not in names]
+    unknown += [v for v in tags if not isinstance(v, str) or v not in set(known_tags)]
+    return ", ".join(escape_markdown(valid_unicode(str(value))) for value in unknown[:5])
 
 
 def _clamp_k(k: float | None, *, default: int) -> int:
@@ -203,20 +250,27 @@ def build_demo(
     Returns:
         The Gradio Blocks; serve it with `launch`.
     """
+    # Gradio checks values against the choices given here, at build time, so API
+    # clients could never pick a document ingested later; the responder checks
+    # them against the current catalog instead.
+    current: Callable[[], FilterChoices] = catalog or (lambda: (sources, tags))
     source_box = gr.Dropdown(
         choices=[(f"{title} ({source})", source) for source, title in sources],
         multiselect=True,
+        allow_custom_value=True,
         label="Documents",
         render=False,
     )
-    tag_box = gr.Dropdown(choices=list(tags), multiselect=True, label="Tags", render=False)
+    tag_box = gr.Dropdown(
+        choices=list(tags), multiselect=True, allow_custom_value=True, label="Tags", render=False
+    )
     k_slider = gr.Slider(
         1, 10, value=min(settings.retrieval.top_k, 10), step=1, label="Sources (k)", render=False
     )
     demo = gr.Blocks(title="Policy assistant", analytics_enabled=False)
     with demo:
         gr.ChatInterface(
-            make_responder(service, settings=settings),
+            make_responder(service, settings=settings, catalog=current),
             chatbot=gr.Chatbot(
                 label="Policy assistant", height=560, latex_delimiters=[], buttons=["copy"]
             ),

@@ -117,8 +117,18 @@ class DocumentViewer:
         root = indexed.get(source)
         return (Path(root).resolve(),) if root else ()
 
+    def _indexed(self, source: str) -> bool:
+        if self._catalog is None:
+            return False
+        try:
+            return source in self._catalog()
+        except AssistantError:
+            return False
+
     def _resolve(self, path: str) -> tuple[Path, Path, str] | None:
-        relative = _safe_relative(path)
+        # ":" and "\" are ordinary in POSIX file names ("HR: leave policy.md") and
+        # such files are indexed and linked; the catalog vouches for those names.
+        relative = _safe_relative(path, any_name=self._indexed(path))
         if relative is None:
             return None
         for root in self._candidate_roots(relative.as_posix()):
@@ -137,8 +147,15 @@ class DocumentViewer:
         return None
 
 
-def _safe_relative(path: str) -> PurePosixPath | None:
-    if not path or "\x00" in path or "\\" in path or path.startswith("/") or ":" in path:
+def _safe_relative(path: str, *, any_name: bool = False) -> PurePosixPath | None:
+    """Return ``path`` as a relative path free of traversal, or None.
+
+    Without ``any_name`` (a source the catalog does not list) names with a colon or
+    a backslash are refused too, as a drive letter or a Windows separator could mean.
+    """
+    if not path or "\x00" in path or path.startswith("/"):
+        return None
+    if not any_name and ("\\" in path or ":" in path):
         return None
     relative = PurePosixPath(path)
     if relative.is_absolute() or not relative.parts:
