@@ -167,7 +167,7 @@ class Retriever:
                 out.dense_top = top_rows(out.dense, CANDIDATES)
         if mode != "dense":
             with run.timed("lexical"):
-                lexical = view.lexical.scores(run.question)
+                lexical = view.lexical.scores(run.question, title_weight=self.settings.title_weight)
                 if mask is not None:
                     lexical = np.where(mask, lexical, np.float32(0))
                 out.lexical = lexical
@@ -179,7 +179,12 @@ class Retriever:
         scores, chunks, view = run.scores, run.chunks, run.view
         with run.timed("fuse"):
             candidates = list(dict.fromkeys([*scores.dense_top, *scores.lexical_top]))
-            fused = fuse_scores(candidates, dense=scores.dense, lexical=scores.lexical)
+            fused = fuse_scores(
+                candidates,
+                dense=scores.dense,
+                lexical=scores.lexical,
+                lexical_weight=self.settings.lexical_weight,
+            )
             scores.fused = dict(fused)
             order = demote_superseded(
                 fused, source_of=lambda r: chunks[r].source, replaced_by=view.replaced_by
