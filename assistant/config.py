@@ -142,11 +142,13 @@ class RetrievalSettings:
     min_cosine: float = 0.5
     lexical_weight: float = 0.1
     title_weight: float = 0.25
+    neighbour_penalty: float = 0.02
 
     def __post_init__(self) -> None:
         for name, weight in (
             ("lexical_weight", self.lexical_weight),
             ("title_weight", self.title_weight),
+            ("neighbour_penalty", self.neighbour_penalty),
         ):
             if not 0 <= weight <= 10:
                 raise ConfigError(f"{name} must be in [0, 10], got {weight}")
