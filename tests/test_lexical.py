@@ -4,7 +4,13 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assistant.retrieval.lexical import FieldedLexicalIndex, LexicalIndex, path_words, tokenize
+from assistant.retrieval.lexical import (
+    FieldedLexicalIndex,
+    LexicalIndex,
+    path_words,
+    query_terms,
+    tokenize,
+)
 
 
 def reference_bm25(
@@ -106,3 +112,20 @@ def test_title_field_idf_counts_documents_not_chunks() -> None:
     scores = index.scores("sick", title_weight=1.0)
     assert scores[:10].min() == scores[:10].max() > 0
     assert scores[10:].max() == 0
+
+
+def test_query_terms_drop_question_words_but_keep_us_and_may() -> None:
+    assert query_terms("How can I get my trip refunded?") == ["get", "trip", "refund"]
+    question = "Does support staff in the US start from May?"
+    assert query_terms(question) == ["support", "staff", "us", "start", "from", "may"]
+
+
+def test_question_words_do_not_outscore_the_passage_on_the_topic() -> None:
+    texts = [
+        "You can ask what you need, and how, when you have questions you can raise.",
+        "Trip costs are refunded within thirty days of the claim.",
+    ]
+    index = FieldedLexicalIndex(texts, ["Help", "Travel"])
+    question = "How can you have your trip refunded?"
+    assert LexicalIndex(texts).scores(question).argmax() == 0  # plain BM25 is fooled
+    assert index.scores(question, title_weight=0.25).argmax() == 1

@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 from bm25s.stopwords import STOPWORDS_EN
 
-__all__ = ["FieldedLexicalIndex", "LexicalIndex", "path_words", "tokenize"]
+__all__ = ["FieldedLexicalIndex", "LexicalIndex", "path_words", "query_terms", "tokenize"]
 
 logger = logging.getLogger(__name__)
 # bm25s sets its own logger to DEBUG at import; hand the level back to the application.
@@ -54,6 +54,24 @@ def tokenize(text: str) -> list[str]:
     words = [w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS and w != "_"]
     stem = _stemmer()
     return stem(words) if stem is not None and words else words
+
+
+# Question words, pronouns and auxiliaries that bm25s's stopword list keeps. In a
+# question they match the countless passages that also say "you" or "can" and
+# push the one that shares its topic down (docs/retrieval-eval.md, 2026-12-01). "us"
+# and "may" stay: they are also the US and a month.
+_QUESTION_WORDS = frozenset(
+    tokenize(
+        "what whats which who whom whose when where why how does did do doing done can could "
+        "would should shall will might must me my mine we our you your i yours he him "
+        "his she her they them their is am are was were be been being have has had"
+    )
+)
+
+
+def query_terms(question: str) -> list[str]:
+    """Return the BM25 terms of a question: `tokenize` without question words and pronouns."""
+    return [t for t in tokenize(question) if t not in _QUESTION_WORDS]
 
 
 def path_words(source: str) -> str:
@@ -153,11 +171,13 @@ class FieldedLexicalIndex:
     def scores(self, query: str, *, title_weight: float) -> npt.NDArray[np.float32]:
         """Return ``body + title_weight * title`` BM25 per row for ``query``.
 
+        The question's terms are `query_terms`, so question words do not score.
+
         Args:
             query: The question as typed.
             title_weight: The title field's weight next to the body (0: body only).
         """
-        terms = tokenize(query)
+        terms = query_terms(query)
         body = self.body.term_scores(terms)
         if title_weight <= 0 or self.size == 0:
             return body
