@@ -22,6 +22,8 @@ ASSISTANT_TOP_K                results per question
 ASSISTANT_MIN_SCORE            relevance floor under which a search is "no good match"
 ASSISTANT_MIN_COVERAGE         no good match when query-term coverage is below this...
 ASSISTANT_MIN_COSINE           ...and the top cosine is below this (see assistant.retrieval.nomatch)
+ASSISTANT_LEXICAL_WEIGHT       weight of normalised BM25 next to the cosine in hybrid fusion
+ASSISTANT_TITLE_WEIGHT         weight of BM25 over titles and source path words next to the body
 ASSISTANT_LLM_BASE_URL         OpenAI-compatible chat endpoint; unset means offline mode
 ASSISTANT_LLM_MODEL            chat model name
 ASSISTANT_LLM_API_KEY          its key (falls back to OPENAI_API_KEY)
@@ -173,6 +175,9 @@ class RetrievalSettings:
     section_tokens: int = 600
     min_coverage: float = 0.36
     min_cosine: float = 0.5
+    lexical_weight: float = 0.1
+    title_weight: float = 0.25
+    neighbour_penalty: float = 0.02
 
     def __post_init__(self) -> None:
         _require(self.top_k >= 1, "ASSISTANT_TOP_K", f"top_k must be at least 1, got {self.top_k}")
@@ -191,6 +196,16 @@ class RetrievalSettings:
                 0 <= value <= 1,
                 f"ASSISTANT_{name.upper()}",
                 f"{name} must be in [0, 1], got {value}",
+            )
+        for name, weight in (
+            ("lexical_weight", self.lexical_weight),
+            ("title_weight", self.title_weight),
+            ("neighbour_penalty", self.neighbour_penalty),
+        ):
+            _require(
+                0 <= weight <= 10,
+                f"ASSISTANT_{name.upper()}",
+                f"{name} must be in [0, 10], got {weight}",
             )
         if self.mode not in ("hybrid", "dense", "lexical"):
             raise ConfigError(f"search mode must be hybrid, dense or lexical, got {self.mode!r}")
@@ -313,6 +328,8 @@ class Settings:
                 min_score=env.number("ASSISTANT_MIN_SCORE", d.retrieval.min_score),
                 min_coverage=env.number("ASSISTANT_MIN_COVERAGE", d.retrieval.min_coverage),
                 min_cosine=env.number("ASSISTANT_MIN_COSINE", d.retrieval.min_cosine),
+                lexical_weight=env.number("ASSISTANT_LEXICAL_WEIGHT", d.retrieval.lexical_weight),
+                title_weight=env.number("ASSISTANT_TITLE_WEIGHT", d.retrieval.title_weight),
                 context_tokens=env.integer("ASSISTANT_CONTEXT_TOKENS", d.retrieval.context_tokens),
             ),
             llm=LLMSettings(

@@ -4,7 +4,13 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assistant.retrieval.lexical import LexicalIndex, tokenize
+from assistant.retrieval.lexical import (
+    FieldedLexicalIndex,
+    LexicalIndex,
+    path_words,
+    query_terms,
+    tokenize,
+)
 
 
 def reference_bm25(
@@ -71,3 +77,55 @@ words = st.sampled_from(["leave", "annual", "fee", "refund", "travel", "card", "
 def test_scores_agree_with_reference_on_random_corpora(texts: list[str], query: str) -> None:
     got = LexicalIndex(texts).scores(query)
     np.testing.assert_allclose(got, reference_bm25(texts, query), rtol=1e-4, atol=1e-6)
+
+
+def test_path_words_split_folders_and_file_name_without_extension() -> None:
+    got = path_words("privacy-policies/github-candidate-privacy-policy.md")
+    assert got == "privacy policies github candidate privacy policy"
+    assert path_words("hr/Parental_Leave.v2.pdf") == "hr Parental Leave v2"
+
+
+def test_title_field_lifts_the_document_a_question_names_by_its_title() -> None:
+    # The body that says "refund" most loses to the document titled with the question's words.
+    texts = ["refund refund of fees is paid monthly", "claims are paid within ten days"]
+    titles = ["Fees\nfinance fees", "Refund of travel costs\nhr travel refunds"]
+    index = FieldedLexicalIndex(texts, titles)
+    body_only = index.scores("refund of travel", title_weight=0.0)
+    fielded = index.scores("refund of travel", title_weight=1.0)
+    assert body_only.argmax() == 0
+    assert fielded.argmax() == 1
+
+
+def test_title_weight_zero_scores_like_the_body_index_alone() -> None:
+    texts = ["annual leave policy", "expense claims", "leave for travel"]
+    index = FieldedLexicalIndex(texts, ["Leave", "Leave", "Travel"])
+    np.testing.assert_allclose(
+        index.scores("leave travel", title_weight=0.0), LexicalIndex(texts).scores("leave travel")
+    )
+
+
+def test_title_field_idf_counts_documents_not_chunks() -> None:
+    # Ten chunks of one long document must not make the words of its title look common.
+    titles = ["Sick leave\nhr sick leave"] * 10 + ["Per diem\ntravel", "Card fees\nfees"]
+    index = FieldedLexicalIndex(["text"] * 12, titles)
+    assert index.titles.size == 3
+    scores = index.scores("sick", title_weight=1.0)
+    assert scores[:10].min() == scores[:10].max() > 0
+    assert scores[10:].max() == 0
+
+
+def test_query_terms_drop_question_words_but_keep_us_and_may() -> None:
+    assert query_terms("How can I get my trip refunded?") == ["get", "trip", "refund"]
+    question = "Does support staff in the US start from May?"
+    assert query_terms(question) == ["support", "staff", "us", "start", "from", "may"]
+
+
+def test_question_words_do_not_outscore_the_passage_on_the_topic() -> None:
+    texts = [
+        "You can ask what you need, and how, when you have questions you can raise.",
+        "Trip costs are refunded within thirty days of the claim.",
+    ]
+    index = FieldedLexicalIndex(texts, ["Help", "Travel"])
+    question = "How can you have your trip refunded?"
+    assert LexicalIndex(texts).scores(question).argmax() == 0  # plain BM25 is fooled
+    assert index.scores(question, title_weight=0.25).argmax() == 1

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from assistant.errors import IndexMismatchError
-from assistant.types import DocMeta, IndexSnapshot, SearchFilters
+from assistant.types import DocMeta, IndexSnapshot, SearchFilters, compose_chunk_text
 from tests.retrieval_helpers import (
     FILLER,
     FakeEmbedder,
@@ -257,3 +257,66 @@ def test_vectors_of_another_dimension_are_refused(embedder: FakeEmbedder) -> Non
     snapshot = IndexSnapshot("g", tuple(chunks), np.zeros((len(chunks), 8), np.float32), docs)
     with pytest.raises(IndexMismatchError, match="8-dimensional"):
         make_retriever(snapshot, embedder).search("leave")
+
+
+def _speak_up_corpus(embedder: FakeEmbedder) -> IndexSnapshot:
+    """A whistleblowing policy whose title and text never say "whistleblowing"."""
+    chunks = build_document(
+        "hr/whistleblowing-policy.md",
+        "Speaking Up",
+        [Section("Who to tell", ("Report concerns to the ethics officer in confidence.",))],
+    )
+    chunks += build_document(
+        "finance/fees.md",
+        "Fees",
+        [Section("Statements", ("Report a wrong charge to the branch in thirty days.",))],
+    )
+    chunks += build_document("hr/general.md", "General", FILLER)
+    docs = {
+        "hr/whistleblowing-policy.md": DocMeta("Speaking Up"),
+        "finance/fees.md": DocMeta("Fees"),
+        "hr/general.md": DocMeta("General"),
+    }
+    return make_snapshot(chunks, docs, embedder=embedder)
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "lexical"])
+def test_question_naming_a_policy_by_its_file_name_finds_it(
+    embedder: FakeEmbedder, mode: str
+) -> None:
+    snapshot = _speak_up_corpus(embedder)
+    question = "Where do I report under the whistleblowing policy?"
+    found = make_retriever(snapshot, embedder, mode=mode).search(question).hits
+    assert found[0].chunk.source == "hr/whistleblowing-policy.md"
+    body_only = make_retriever(snapshot, embedder, mode=mode, title_weight=0.0)
+    assert body_only.search(question).hits[0].chunk.source == "finance/fees.md"
+
+
+def test_question_naming_a_document_title_missing_from_its_heading_paths_finds_it(
+    embedder: FakeEmbedder,
+) -> None:
+    # The sponsors terms start with a section heading, so no chunk text carries the title.
+    chunks = build_document(
+        "terms/marketplace.md",
+        "Marketplace Terms",
+        [Section("Payouts", ("Payouts are made on the 1st of the month; payouts roll over.",))],
+    )
+    sponsors = build_document(
+        "terms/additional.md",
+        "Terms for Sponsored Developers",
+        [Section("Payouts", ("Payouts are made on the 22nd of the month, net of any fees owed.",))],
+    )
+    for chunk in sponsors:
+        path = chunk.heading_path[1:]
+        text = compose_chunk_text(path, chunk.prefix, chunk.body)
+        chunks.append(dataclasses.replace(chunk, heading_path=path, text=text))
+    docs = {
+        "terms/marketplace.md": DocMeta("Marketplace Terms"),
+        "terms/additional.md": DocMeta("GitHub Sponsors Additional Terms"),
+    }
+    snapshot = make_snapshot(chunks, docs, embedder=embedder)
+    question = "When are Sponsors payouts made?"
+    hits = make_retriever(snapshot, embedder, mode="lexical").search(question).hits
+    assert hits[0].chunk.source == "terms/additional.md"
+    body_only = make_retriever(snapshot, embedder, mode="lexical", title_weight=0.0)
+    assert body_only.search(question).hits[0].chunk.source == "terms/marketplace.md"

@@ -3,9 +3,9 @@ import dataclasses
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assistant.retrieval.expansion import SectionText, collapse_near_duplicates
+from assistant.retrieval.expansion import SectionText, collapse_near_duplicates, demote_neighbours
 from assistant.tokens import get_tokenizer
-from assistant.types import DocMeta
+from assistant.types import Chunk, DocMeta
 from tests.retrieval_helpers import (
     FakeEmbedder,
     Section,
@@ -108,3 +108,42 @@ def test_collapse_keeps_the_best_of_overlapping_spans_only_within_a_section() ->
     table = [*chunks, twin, other]
     kept, dropped = collapse_near_duplicates([2, 0, 1, 3], table)
     assert (kept, dropped) == ([2, 1], [0, 3])
+
+
+def _overlapping_pair() -> list[Chunk]:
+    """Two chunks of one section sharing a margin, as the chunker's overlap makes them."""
+    text = "Payouts follow the close of each month. Stripe Connect payouts arrive on the 22nd."
+    cut = text.index("Stripe")
+    first, second = build_document("s.md", "Sponsors", [Section("Timing", (text,))]) * 2
+    first = dataclasses.replace(first, chunk_id="s.md#0", char_end=first.char_start + cut + 6)
+    first = dataclasses.replace(first, body=text[: cut + 6], text="Timing\n\n" + text[: cut + 6])
+    start = second.char_start + cut - 12
+    second = dataclasses.replace(
+        second, chunk_id="s.md#1", ordinal=1, char_start=start, body=text[cut - 12 :]
+    )
+    return [first, dataclasses.replace(second, text="Timing\n\n" + second.body)]
+
+
+def test_a_neighbour_sharing_only_the_overlap_margin_is_kept_not_collapsed() -> None:
+    pair = _overlapping_pair()
+    assert pair[0].char_end > pair[1].char_start  # they do overlap
+    assert collapse_near_duplicates([0, 1], pair) == ([0, 1], [])
+
+
+def test_neighbours_are_demoted_behind_other_sections_but_stay_listed() -> None:
+    pair = _overlapping_pair()
+    other = build_document("o.md", "Other", [Section("Fees", ("Fees are due monthly.",))])[0]
+    table = [*pair, other]
+    fused = demote_neighbours([(0, 0.80), (1, 0.79), (2, 0.775)], table, penalty=0.02)
+    assert [row for row, _ in fused] == [0, 2, 1]
+    close = demote_neighbours([(0, 0.80), (1, 0.79), (2, 0.70)], table, penalty=0.02)
+    assert [row for row, _ in close] == [0, 1, 2]
+
+
+def test_search_lists_both_overlapping_chunks_so_the_one_holding_the_fact_is_cited() -> None:
+    embedder = FakeEmbedder()
+    snapshot = make_snapshot(_overlapping_pair(), {"s.md": DocMeta("Sponsors")}, embedder=embedder)
+    hits = make_retriever(snapshot, embedder).search("When do Stripe Connect payouts arrive?").hits
+    assert [h.chunk.chunk_id for h in hits] == ["s.md#1", "s.md#0"]
+    assert "22nd" in hits[0].chunk.text
+    assert hits[1].section_text == ""  # the section is shown once, with the first hit

@@ -6,7 +6,9 @@ query's eligible rows, so the lexical term is in [0, LEXICAL_WEIGHT]). Measured
 on data/eval/questions.jsonl (75 questions, MiniLM): recall@1 0.81 and MRR@10
 0.91, against 0.76 / 0.89 for dense alone and 0.64 / 0.77 for reciprocal rank
 fusion (k=60), which let BM25 override good dense matches on paraphrases. RRF
-stays available as `reciprocal_rank_fusion`.
+stays available as `reciprocal_rank_fusion`. The weight in force is
+``RetrievalSettings.lexical_weight`` (``ASSISTANT_LEXICAL_WEIGHT``, default 0.1,
+re-measured on the sample and the GitHub dev set on 1 Dec: docs/retrieval-eval.md).
 
 The ``score`` shown with each hit (and compared with ``min_score``) follows the
 ranking, so a list never shows a lower-ranked hit with a higher score: the

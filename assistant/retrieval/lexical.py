@@ -13,19 +13,21 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from functools import lru_cache
+from pathlib import PurePosixPath
 
 import bm25s
 import numpy as np
 import numpy.typing as npt
 from bm25s.stopwords import STOPWORDS_EN
 
-__all__ = ["LexicalIndex", "tokenize"]
+__all__ = ["FieldedLexicalIndex", "LexicalIndex", "path_words", "query_terms", "tokenize"]
 
 logger = logging.getLogger(__name__)
 # bm25s sets its own logger to DEBUG at import; hand the level back to the application.
 logging.getLogger("bm25s").setLevel(logging.NOTSET)
 
 _WORD = re.compile(r"\w+")
+_PATH_SEPARATORS = re.compile(r"[\W_]+")
 _STOPWORDS = frozenset(STOPWORDS_EN)
 
 
@@ -52,6 +54,35 @@ def tokenize(text: str) -> list[str]:
     words = [w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS and w != "_"]
     stem = _stemmer()
     return stem(words) if stem is not None and words else words
+
+
+# Question words, pronouns and auxiliaries that bm25s's stopword list keeps. In a
+# question they match the countless passages that also say "you" or "can" and
+# push the one that shares its topic down (docs/retrieval-eval.md, 2026-12-01). "us"
+# and "may" stay: they are also the US and a month.
+_QUESTION_WORDS = frozenset(
+    tokenize(
+        "what whats which who whom whose when where why how does did do doing done can could "
+        "would should shall will might must me my mine we our you your i yours he him "
+        "his she her they them their is am are was were be been being have has had"
+    )
+)
+
+
+def query_terms(question: str) -> list[str]:
+    """Return the BM25 terms of a question: `tokenize` without question words and pronouns."""
+    return [t for t in tokenize(question) if t not in _QUESTION_WORDS]
+
+
+def path_words(source: str) -> str:
+    """Return the words of a source path, folders included, without its extension.
+
+    ``privacy-policies/github-candidate-privacy-policy.md`` gives ``privacy policies
+    github candidate privacy policy``: file names often say what a page is about in
+    the words people ask with, even where its title does not.
+    """
+    stem = str(PurePosixPath(source).with_suffix(""))
+    return " ".join(w for w in _PATH_SEPARATORS.split(stem) if w)
 
 
 class LexicalIndex:
@@ -88,11 +119,68 @@ class LexicalIndex:
         Returns:
             A float32 array of length ``size``.
         """
+        return self.term_scores(tokenize(query))
+
+    def term_scores(self, terms: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Return the BM25 score of every row for already tokenized query ``terms``."""
         if self._model is None:
             return np.zeros(self.size, dtype=np.float32)
         vocab: dict[str, int] = self._model.vocab_dict
-        ids = sorted({vocab[t] for t in tokenize(query) if t in vocab and t})
+        ids = sorted({vocab[t] for t in terms if t in vocab and t})
         if not ids:
             return np.zeros(self.size, dtype=np.float32)
         raw = self._model.get_scores_from_ids(ids)
         return np.asarray(raw, dtype=np.float32)
+
+
+class FieldedLexicalIndex:
+    """BM25 over chunk texts plus a separately weighted BM25 over each row's title field.
+
+    A policy is found by its name as much as by its body, but in the body index
+    a title is a few words among hundreds, and the words of a file name
+    (``whistleblowing-policy.md``) are in no chunk at all. The title field (the
+    document title and the words of its source path, see
+    `assistant.retrieval.view.title_field`) is indexed once per distinct value,
+    so its IDF counts documents, not chunks, and a long document does not make
+    its own name look common. A row scores ``body + title_weight * title``.
+
+    ``document_frequency`` is the body index's (chunk texts).
+    """
+
+    def __init__(self, texts: Sequence[str], titles: Sequence[str]) -> None:
+        """Build both indexes.
+
+        Args:
+            texts: The chunk texts, in row order.
+            titles: Each row's title field, in row order (as many as ``texts``).
+        """
+        if len(texts) != len(titles):
+            raise ValueError(f"{len(texts)} texts but {len(titles)} title fields")
+        self.size = len(texts)
+        self.body = LexicalIndex(texts)
+        distinct = list(dict.fromkeys(titles))
+        position = {t: i for i, t in enumerate(distinct)}
+        self.titles = LexicalIndex(distinct)
+        self._title_of_row = np.array([position[t] for t in titles], dtype=np.int64)
+
+    @property
+    def document_frequency(self) -> dict[str, int]:
+        """Return how many chunk texts contain each term."""
+        return self.body.document_frequency
+
+    def scores(self, query: str, *, title_weight: float) -> npt.NDArray[np.float32]:
+        """Return ``body + title_weight * title`` BM25 per row for ``query``.
+
+        The question's terms are `query_terms`, so question words do not score.
+
+        Args:
+            query: The question as typed.
+            title_weight: The title field's weight next to the body (0: body only).
+        """
+        terms = query_terms(query)
+        body = self.body.term_scores(terms)
+        if title_weight <= 0 or self.size == 0:
+            return body
+        title = self.titles.term_scores(terms)[self._title_of_row]
+        combined: npt.NDArray[np.float32] = body + np.float32(title_weight) * title
+        return combined

@@ -4,11 +4,12 @@ Per search: take the current `IndexSnapshot` (rebuilding the BM25 index, filter
 columns and section map when its generation changed), then run the steps of
 `Retriever.search` in order on one `_Run`: restrict rows with the filters as boolean
 masks, score the eligible rows densely (one matrix-vector product) and lexically
-(BM25), fuse the two top-50 lists, demote superseded documents and collapse
-overlapping chunks of one section, expand the top ``k`` into their sections (small
-to big), and judge "no good match". A new stage (a reranker, an access filter) is one
-more step method in that list. See `assistant.retrieval.fusion` for the fusion and
-for how ``Hit.score`` is defined.
+(BM25 over chunk texts plus a weighted title field), fuse the two top-50 lists,
+demote chunks that overlap a better one of their section and superseded documents,
+drop chunks that mostly repeat a better one, expand the top ``k`` into their
+sections (small to big), and judge "no good match". A new stage (a reranker, an
+access filter) is one more step method in that list. See `assistant.retrieval.fusion`
+for the fusion and for how ``Hit.score`` is defined.
 """
 
 from __future__ import annotations
@@ -26,7 +27,12 @@ import numpy.typing as npt
 from assistant.config import RetrievalSettings
 from assistant.errors import IndexMismatchError
 from assistant.protocols import Embedder
-from assistant.retrieval.expansion import SectionKey, collapse_near_duplicates, section_key
+from assistant.retrieval.expansion import (
+    SectionKey,
+    collapse_near_duplicates,
+    demote_neighbours,
+    section_key,
+)
 from assistant.retrieval.fusion import (
     demote_superseded,
     fuse_scores,
@@ -169,7 +175,7 @@ class Retriever:
                 out.dense_top = top_rows(out.dense, CANDIDATES)
         if mode != "dense":
             with run.timed("lexical"):
-                lexical = view.lexical.scores(run.question)
+                lexical = view.lexical.scores(run.question, title_weight=self.settings.title_weight)
                 if mask is not None:
                     lexical = np.where(mask, lexical, np.float32(0))
                 out.lexical = lexical
@@ -177,11 +183,17 @@ class Retriever:
         run.trace += _candidate_lines(out, run.chunks)
 
     def _fuse(self, run: _Run) -> None:
-        """Step 3: fuse the candidates, demote superseded versions, drop near-duplicates."""
+        """Step 3: fuse the candidates, demote neighbours and superseded versions, drop repeats."""
         scores, chunks, view = run.scores, run.chunks, run.view
         with run.timed("fuse"):
             candidates = list(dict.fromkeys([*scores.dense_top, *scores.lexical_top]))
-            fused = fuse_scores(candidates, dense=scores.dense, lexical=scores.lexical)
+            fused = fuse_scores(
+                candidates,
+                dense=scores.dense,
+                lexical=scores.lexical,
+                lexical_weight=self.settings.lexical_weight,
+            )
+            fused = demote_neighbours(fused, chunks, penalty=self.settings.neighbour_penalty)
             scores.fused = dict(fused)
             order = demote_superseded(
                 fused, source_of=lambda r: chunks[r].source, replaced_by=view.replaced_by

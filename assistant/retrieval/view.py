@@ -14,11 +14,11 @@ import numpy.typing as npt
 
 from assistant.retrieval.expansion import SectionKey, SectionText, section_key
 from assistant.retrieval.fusion import superseded_by
-from assistant.retrieval.lexical import LexicalIndex
+from assistant.retrieval.lexical import FieldedLexicalIndex, path_words
 from assistant.tokens import Tokenizer
-from assistant.types import Chunk, IndexSnapshot, SearchFilters
+from assistant.types import Chunk, DocMeta, IndexSnapshot, SearchFilters
 
-__all__ = ["SearchView", "dense_scores"]
+__all__ = ["SearchView", "dense_scores", "title_field"]
 
 _SECTION_CACHE = 4096
 
@@ -28,7 +28,7 @@ class SearchView:
     """Structures derived from one snapshot generation (rebuilt when it changes)."""
 
     snapshot: IndexSnapshot
-    lexical: LexicalIndex
+    lexical: FieldedLexicalIndex
     sources: tuple[str, ...]
     source_ids: npt.NDArray[np.int32]
     sections: dict[SectionKey, list[int]]
@@ -45,7 +45,10 @@ class SearchView:
             sections.setdefault(section_key(chunk), []).append(row)
         return cls(
             snapshot=snapshot,
-            lexical=LexicalIndex([c.text for c in snapshot.chunks]),
+            lexical=FieldedLexicalIndex(
+                [c.text for c in snapshot.chunks],
+                [title_field(c, snapshot.docs.get(c.source)) for c in snapshot.chunks],
+            ),
             sources=sources,
             source_ids=np.array([position[c.source] for c in snapshot.chunks], dtype=np.int32),
             sections=sections,
@@ -81,6 +84,20 @@ class SearchView:
             cached = SectionText([self.snapshot.chunks[r] for r in rows], tokenizer=tokenizer)
             self.section_cache[key] = cached
         return cached
+
+
+def title_field(chunk: Chunk, meta: DocMeta | None) -> str:
+    """Return ``chunk``'s title field for BM25: its document's title and the words of its path.
+
+    The heading path is left out: it is already in every chunk's text, and
+    weighting it twice measured worse (docs/retrieval-eval.md). The title comes
+    from the metadata, since a document whose first heading is not its title
+    has it in no chunk text.
+    """
+    title = meta.title if meta and meta.title else ""
+    if not title and chunk.heading_path:
+        title = chunk.heading_path[0]
+    return f"{title}\n{path_words(chunk.source)}"
 
 
 def dense_scores(
