@@ -226,3 +226,11 @@ def test_every_non_blank_line_is_in_a_block_or_heading(
         if number in skip or not line.strip():
             continue
         assert any(a <= start and end <= b for a, b in spans), (number, line, src)
+
+
+def test_a_code_block_of_unicode_line_separators_is_not_a_block() -> None:
+    # Found by the input fuzzer: U+2028 is whitespace to Python but text to markdown-it.
+    text = "# Title\n\n    \u2028\n\nReal text.\n"
+    _, sections = parse_markdown(text, fallback_title="t")
+    spans = [text[b.char_start : b.char_end] for s in sections for b in s.blocks]
+    assert spans == ["Real text."]

@@ -127,7 +127,8 @@ def parse_markdown(
     for event in events:
         if isinstance(event, _Heading):
             assembler.heading(event.text, level=event.level, start=event.start)
-        else:
+        elif text[event.start : event.end].strip():
+            # A code block of only Unicode spaces (U+2028...) has no text to index.
             assembler.block(event.kind, event.start, event.end)
     return dataclasses.replace(meta, title=title), assembler.finish(end=len(text))
 
