@@ -4,6 +4,8 @@ The body is read in order, paragraphs and tables alike. A ``Title`` paragraph
 gives the title; ``Heading N`` starts a level-N section; list paragraphs
 (``List ...`` styles or numbering) become ``- `` list items; tables become pipe
 tables with a header separator; other paragraphs become paragraph blocks.
+Dates come from an "Effective ..." line near the top, else from the core
+properties' created and modified stamps.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from docx.text.paragraph import Paragraph
 from assistant.documents.assemble import SectionAssembler
 from assistant.documents.base import Extracted
 from assistant.documents.builder import TextBuilder, collapse, table_lines
+from assistant.documents.dates import PROPERTIES, DateClaim, parse_date, resolve_dates
 from assistant.documents.decode import check_line_lengths
 from assistant.errors import DocumentError
 from assistant.types import BlockKind, DocMeta
@@ -57,7 +60,9 @@ def parse_docx(data: bytes, *, source: str, fallback_title: str) -> Extracted:
     try:
         document = docx.Document(io.BytesIO(data))
         pieces = [p for p in _pieces(document.iter_inner_content()) if p.text.strip()]
-        core_title = collapse(document.core_properties.title or "")
+        core = document.core_properties
+        core_title = collapse(core.title or "")
+        stamps = DateClaim(PROPERTIES, parse_date(core.created), parse_date(core.modified))
     except _CORRUPT as exc:
         raise DocumentError(source, f"corrupt or unreadable DOCX: {exc}") from exc
     title_piece = next((p.text for p in pieces if p.level == -1), "")
@@ -73,7 +78,8 @@ def parse_docx(data: bytes, *, source: str, fallback_title: str) -> Extracted:
             assembler.block(piece.kind, start, end)
     text = builder.text()
     check_line_lengths(text, source=source)
-    return Extracted(text=text, meta=DocMeta(title=title), sections=assembler.finish(end=len(text)))
+    meta = resolve_dates(DocMeta(title=title), text, implied=(stamps,))
+    return Extracted(text=text, meta=meta, sections=assembler.finish(end=len(text)))
 
 
 def _pieces(items: Iterator[Paragraph | Table]) -> Iterator[_Piece]:

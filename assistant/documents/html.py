@@ -1,9 +1,11 @@
 """HTML → text, metadata and sections (BeautifulSoup with lxml).
 
-Scripts, styles, templates and the head are dropped. ``h1``-``h6`` start
-sections; ``p``, ``li``, ``pre``, ``blockquote``, ``table`` (and ``dt``/``dd``)
-become blocks; loose text in containers becomes paragraphs. The text that
-offsets refer to is built here, one blank line between pieces.
+Dates come from ``<meta>`` tags (``dc.date``, ``article:modified_time``...),
+else from an "Effective ..." line near the top. Scripts, styles, templates and
+the head are dropped. ``h1``-``h6`` start sections; ``p``, ``li``, ``pre``,
+``blockquote``, ``table`` (and ``dt``/``dd``) become blocks; loose text in
+containers becomes paragraphs. The text that offsets refer to is built here,
+one blank line between pieces.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from bs4.element import NavigableString, PageElement, PreformattedString, Tag
 from assistant.documents.assemble import SectionAssembler
 from assistant.documents.base import Extracted
 from assistant.documents.builder import TextBuilder, collapse, table_lines
+from assistant.documents.dates import META_TAG, DateClaim, parse_date, resolve_dates
 from assistant.documents.decode import check_line_lengths
 from assistant.errors import DocumentError
 from assistant.types import BlockKind, DocMeta
@@ -25,6 +28,29 @@ __all__ = ["load", "parse_html"]
 
 _DROPPED = ["script", "style", "noscript", "template", "head", "svg", "canvas", "iframe"]
 _HEADINGS = {f"h{n}": n for n in range(1, 7)}
+# <meta> names (name, property, http-equiv or itemprop; case-insensitive), best first.
+_EFFECTIVE_META = (
+    "effective-date",
+    "effective_date",
+    "dc.date.valid",
+    "dcterms.valid",
+    "dc.date",
+    "dcterms.date",
+    "dc.date.issued",
+    "dcterms.issued",
+    "date",
+    "article:published_time",
+    "datepublished",
+)
+_UPDATED_META = (
+    "dc.date.modified",
+    "dcterms.modified",
+    "article:modified_time",
+    "og:updated_time",
+    "last-modified",
+    "datemodified",
+    "revised",
+)
 _BLOCKS: dict[str, BlockKind] = {
     "p": "paragraph",
     "dt": "paragraph",
@@ -71,6 +97,7 @@ def parse_html(data: bytes, *, source: str, fallback_title: str) -> Extracted:
         raise DocumentError(source, "binary content (NUL bytes) in an HTML file")
     soup = BeautifulSoup(data, "lxml")
     head_title = collapse(soup.title.get_text()) if soup.title else ""
+    dates = _meta_dates(soup)
     for tag in soup(_DROPPED):
         tag.decompose()
     pieces: list[_Piece] = []
@@ -87,7 +114,28 @@ def parse_html(data: bytes, *, source: str, fallback_title: str) -> Extracted:
             assembler.block(piece.kind, start, end)
     text = builder.text()
     check_line_lengths(text, source=source)
-    return Extracted(text=text, meta=DocMeta(title=title), sections=assembler.finish(end=len(text)))
+    meta = resolve_dates(DocMeta(title=title), text, explicit=(dates,))
+    return Extracted(text=text, meta=meta, sections=assembler.finish(end=len(text)))
+
+
+def _meta_dates(soup: BeautifulSoup) -> DateClaim:
+    """Return the dates the page's ``<meta>`` tags state."""
+    values: dict[str, str] = {}
+    for tag in soup.find_all("meta"):
+        content = tag.get("content")
+        if not isinstance(content, str):
+            continue
+        for attr in ("name", "property", "http-equiv", "itemprop"):
+            key = tag.get(attr)
+            if isinstance(key, str):
+                values.setdefault(key.strip().lower(), content)
+    effective = _first_date(values, _EFFECTIVE_META)
+    return DateClaim(META_TAG, effective, _first_date(values, _UPDATED_META))
+
+
+def _first_date(values: dict[str, str], names: tuple[str, ...]) -> str:
+    dates = (parse_date(values[name]) for name in names if name in values)
+    return next((d for d in dates if d), "")
 
 
 def _walk(node: Tag, out: list[_Piece]) -> None:

@@ -4,7 +4,9 @@ Pages are joined with a blank line; ``page_starts`` records where each begins.
 With an outline (bookmarks), each entry starts a section at its heading line
 when that line is found on its page, else at the page start; without one, each
 page is a section ``(title, "Page n")``. Blocks are paragraphs of extracted
-lines, split at blank lines and kept to a moderate size.
+lines, split at blank lines and kept to a moderate size. Dates come from a custom
+info key naming "effective", an "Effective ..." line near the top, then the info's
+creation and modification dates.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pypdf.errors import PyPdfError
 from assistant.documents.assemble import SectionAssembler
 from assistant.documents.base import Extracted
 from assistant.documents.builder import collapse
+from assistant.documents.dates import PROPERTIES, DateClaim, parse_date, resolve_dates
 from assistant.documents.decode import check_line_lengths, normalise_newlines
 from assistant.errors import DocumentError
 from assistant.types import DocMeta
@@ -91,7 +94,8 @@ def parse_pdf(data: bytes, *, source: str, fallback_title: str) -> Extracted:
     else:
         headings = [_Heading(f"Page {n}", 1, s, False) for n, s in enumerate(starts, start=1)]
     _emit(assembler, text, starts, headings)
-    meta = DocMeta(title=title)
+    explicit, implied = _info_dates(reader)
+    meta = resolve_dates(DocMeta(title=title), text, explicit=(explicit,), implied=(implied,))
     return Extracted(text, meta, assembler.finish(end=len(text)), page_starts=starts)
 
 
@@ -140,6 +144,23 @@ def _title(reader: PdfReader, entries: list[_Entry]) -> str:
     if len(entries) >= 2 and entries[0].depth == 0 and entries[1].depth == 1:
         return entries[0].title
     return ""
+
+
+def _info_dates(reader: PdfReader) -> tuple[DateClaim, DateClaim]:
+    """Return the dates the document info states: custom keys, then the stamps."""
+    try:
+        info = reader.metadata
+        if info is None:
+            return DateClaim(PROPERTIES), DateClaim(PROPERTIES)
+        values = {str(k).lstrip("/").lower(): str(v) for k, v in info.items()}
+    except _CORRUPT:
+        return DateClaim(PROPERTIES), DateClaim(PROPERTIES)
+    effective = next((parse_date(v) for k, v in values.items() if "effective" in k), "")
+    stated = DateClaim(PROPERTIES, effective)
+    stamps = DateClaim(
+        PROPERTIES, parse_date(values.get("creationdate")), parse_date(values.get("moddate"))
+    )
+    return stated, stamps
 
 
 def _outline(reader: PdfReader, *, source: str) -> list[_Entry]:
