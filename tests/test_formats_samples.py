@@ -44,3 +44,23 @@ def test_html_navigation_and_footer_are_not_indexed() -> None:
 def test_html_sibling_sections_keep_their_own_paths(phrase: str, section: str) -> None:
     title = "Umoja Mobile Banking Terms and Conditions"
     assert path_of(chunks_of("mobile-banking-terms.html"), phrase) == (title, section)
+
+
+def test_docx_chunk_paths_name_their_own_heading_once() -> None:
+    chunks = chunks_of("member-dividend-policy.docx")
+    (tax,) = [c for c in chunks if "Withholding tax at 5%" in c.body]
+    assert tax.heading_path == ("Member Dividend Policy", "Tax")
+    assert "Tax" not in tax.body.splitlines()
+    assert path_of(chunks, "registered M-Pesa number") == (
+        "Member Dividend Policy",
+        "Payment",
+        "Payment Options",
+    )
+
+
+def test_docx_table_keeps_its_header_row() -> None:
+    (table,) = [c for c in chunks_of("member-dividend-policy.docx") if c.kind == "table"]
+    assert table.body.splitlines()[:2] == [
+        "| Financial year | Dividend on share capital | Interest on deposits |",
+        "| --- | --- | --- |",
+    ]
