@@ -64,3 +64,26 @@ def test_docx_table_keeps_its_header_row() -> None:
         "| Financial year | Dividend on share capital | Interest on deposits |",
         "| --- | --- | --- |",
     ]
+
+
+def test_pdf_lines_wrapped_mid_sentence_are_joined() -> None:
+    chunks = chunks_of("credit-committee-procedures.pdf")
+    assert any("on 28 August 2025 and effective" in c.body for c in chunks)
+    assert not [c.chunk_id for c in chunks if "on 28\nAugust" in c.body]
+
+
+@pytest.mark.parametrize(
+    ("phrase", "path", "page"),
+    [
+        ("appeal to the Board", ("Appeals",), 3),
+        ("loan decisions register", ("Records",), 4),
+        ("approved by the full Board", ("Insider Loans", "Approval of Insider Loans"), 3),
+    ],
+)
+def test_pdf_chunks_carry_their_outline_path_and_page(
+    phrase: str, path: tuple[str, ...], page: int
+) -> None:
+    chunks = chunks_of("credit-committee-procedures.pdf")
+    (found,) = [c for c in chunks if phrase in c.body]
+    assert found.heading_path == ("Credit Committee Procedures", *path)
+    assert found.page == page
