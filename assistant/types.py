@@ -96,7 +96,11 @@ class TokenWindow:
 class DocMeta:
     """Document-level metadata, mostly from YAML front matter.
 
-    Dates are ISO ``YYYY-MM-DD`` strings, empty when unknown.
+    Dates are ISO ``YYYY-MM-DD`` strings, empty when unknown. ``date_source``
+    says where the effective date (or, without one, the updated date) came from:
+    ``"front matter"``, ``"meta tag"`` (HTML), ``"document properties"`` (PDF
+    info, DOCX core properties) or ``"text"`` (an "Effective from ..." line near
+    the top); empty when the document states no date.
     """
 
     title: str
@@ -107,6 +111,7 @@ class DocMeta:
     tags: tuple[str, ...] = ()
     url: str = ""
     supersedes: str = ""
+    date_source: str = ""
 
 
 @dataclass(frozen=True, slots=True)

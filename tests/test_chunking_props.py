@@ -15,6 +15,7 @@ from assistant.types import BlockKind, Chunk, Document, compose_chunk_text
 from tests.chunk_invariants import (
     check_chunk_fields,
     check_coverage,
+    check_heading_paths,
     check_overlap,
     chunk_settings,
 )
@@ -112,6 +113,14 @@ def test_neighbours_overlap_by_at_most_the_overlap_and_never_in_tables_or_code(
     doc: Document, config: ChunkingSettings
 ) -> None:
     check_overlap(doc, chunk_document(doc, settings=config, tokenizer=TOKENIZER), config, TOKENIZER)
+
+
+@PROPERTY
+@given(doc=documents(), config=chunk_settings())
+def test_heading_paths_name_the_innermost_section_of_every_chunk(
+    doc: Document, config: ChunkingSettings
+) -> None:
+    check_heading_paths(doc, chunk_document(doc, settings=config, tokenizer=TOKENIZER))
 
 
 @PROPERTY

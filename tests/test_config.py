@@ -48,7 +48,10 @@ def test_api_key_falls_back_to_openai_api_key() -> None:
         ({"ASSISTANT_LLM_TIMEOUT": "-1"}, "LLM timeout must be positive, got -1.0"),
         ({"ASSISTANT_COLLECTION": "ab"}, "collection name must be 3-40 characters, got 'ab'"),
         ({"ASSISTANT_TITLE_WEIGHT": "-1"}, "title_weight must be in [0, 10], got -1.0"),
-        ({"ASSISTANT_LEXICAL_WEIGHT": "x"}, "ASSISTANT_LEXICAL_WEIGHT must be a finite number, got 'x'"),
+        (
+            {"ASSISTANT_LEXICAL_WEIGHT": "x"},
+            "ASSISTANT_LEXICAL_WEIGHT must be a finite number, got 'x'",
+        ),
     ],
 )
 def test_invalid_values_name_the_setting_and_value(env: dict[str, str], message: str) -> None:

@@ -59,11 +59,11 @@ def test_title_headings_lists_and_table_in_order() -> None:
         ("Booking", "paragraph", "Book early."),
         ("Booking", "list_item", "- First"),
         ("Booking", "list_item", "  - Nested"),
-        ("Booking", "list_item", "- Second"),
+        ("Booking", "list_item", "1. Second"),
         (
             "Booking",
             "table",
-            "| Class | Limit |\n| --- | --- |\n| Economy | Any |\n| Merged note |",
+            "| Class | Limit |\n| --- | --- |\n| Economy | Any |\n| Merged note |  |",
         ),
         ("Hotels", "paragraph", "Hotels text."),
     ]
@@ -80,3 +80,75 @@ def test_corrupt_docx_raises_document_error(data: bytes) -> None:
     with pytest.raises(DocumentError, match="corrupt or unreadable DOCX") as info:
         parse_docx(data, source="bad.docx", fallback_title="x")
     assert info.value.source == "bad.docx"
+
+
+def test_numbered_list_items_keep_their_numbers() -> None:
+    document = docx.Document()
+    document.add_heading("Loans", level=1)
+    for text, style in [
+        ("Apply in writing.", "List Number"),
+        ("Attach payslips.", "List Number 2"),
+        ("Name two guarantors.", "List Number"),
+        ("Any branch.", "List Bullet"),
+    ]:
+        document.add_paragraph(text, style=style)
+    buffer = io.BytesIO()
+    document.save(buffer)
+    doc = parse_docx(buffer.getvalue(), source="l.docx", fallback_title="L")
+    assert [text for _, kind, text in _blocks(doc) if kind == "list_item"] == [
+        "1. Apply in writing.",
+        "  1. Attach payslips.",
+        "2. Name two guarantors.",
+        "- Any branch.",
+    ]
+
+
+_W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+
+
+def _numbered_headings() -> bytes:
+    """Headings numbered by a multilevel list, as Word's "1 / 1.1" heading numbering does."""
+    from docx.oxml import parse_xml
+
+    document = docx.Document()
+    numbering = document.part.numbering_part.element
+    numbering.insert(
+        0,
+        parse_xml(
+            f'<w:abstractNum xmlns:w="{_W}" w:abstractNumId="90">'
+            '<w:lvl w:ilvl="0"><w:start w:val="4"/><w:numFmt w:val="decimal"/>'
+            '<w:lvlText w:val="%1"/></w:lvl>'
+            '<w:lvl w:ilvl="1"><w:start w:val="1"/><w:numFmt w:val="decimal"/>'
+            '<w:lvlText w:val="%1.%2"/></w:lvl>'
+            '<w:lvl w:ilvl="2"><w:start w:val="1"/><w:numFmt w:val="lowerLetter"/>'
+            '<w:lvlText w:val="(%3)"/></w:lvl></w:abstractNum>'
+        ),
+    )
+    numbering.append(
+        parse_xml(f'<w:num xmlns:w="{_W}" w:numId="90"><w:abstractNumId w:val="90"/></w:num>')
+    )
+    for text, level, style in [
+        ("Loans", 0, "Heading 1"),
+        ("Eligibility", 1, "Heading 2"),
+        ("Repayment", 1, "Heading 2"),
+        ("by check-off;", 2, "Normal"),
+        ("in cash.", 2, "Normal"),
+    ]:
+        paragraph = document.add_paragraph(text, style=style)
+        num_pr = parse_xml(
+            f'<w:numPr xmlns:w="{_W}"><w:ilvl w:val="{level}"/><w:numId w:val="90"/></w:numPr>'
+        )
+        paragraph._p.get_or_add_pPr().append(num_pr)
+    buffer = io.BytesIO()
+    document.save(buffer)
+    return buffer.getvalue()
+
+
+def test_numbered_clauses_keep_their_numbers_in_heading_paths() -> None:
+    doc = parse_docx(_numbered_headings(), source="n.docx", fallback_title="N")
+    assert [s.heading_path for s in doc.sections] == [
+        ("4 Loans",),
+        ("4 Loans", "4.1 Eligibility"),
+        ("4 Loans", "4.2 Repayment"),
+    ]
+    assert [text for _, _, text in _blocks(doc)] == ["    (a) by check-off;", "    (b) in cash."]

@@ -99,3 +99,27 @@ def test_every_element_text_lands_in_a_block_or_heading(elements: list[tuple[str
         for block in section.blocks:
             assert previous <= block.char_start < block.char_end <= section.char_end
             previous = block.char_end
+
+
+def test_site_chrome_is_dropped_and_article_headers_kept() -> None:
+    page = b"""<html><head><title>Terms</title></head><body>
+    <header><a href="/">Home</a> | <a href="/p">Policies</a></header>
+    <div role="navigation"><a href="/a">A-Z index</a></div>
+    <div class="cookie">We use cookies.</div>
+    <main><article><header><h1>Terms</h1><p>Issued by Legal.</p></header>
+    <nav><aside>Jump to section</aside></nav>
+    <h2>Use</h2><p>Use it well.</p><aside>Related: fees</aside>
+    <footer><p>Approved by the Board.</p></footer></article></main>
+    <div role="contentinfo">Contact us</div>
+    <footer><p>&copy; 2025 Example Ltd</p></footer></body></html>"""
+    doc = _parse(page)
+    for chrome in ("Home", "A-Z index", "cookies", "Jump to", "Related", "Contact", "2025"):
+        assert chrome not in doc.text
+    for kept in ("Issued by Legal.", "Use it well.", "Approved by the Board."):
+        assert kept in doc.text
+    assert [s.heading_path for s in doc.sections] == [("Terms",), ("Terms", "Use")]
+
+
+def test_without_main_the_body_minus_chrome_is_read() -> None:
+    page = b"<body><nav>Menu</nav><h1>T</h1><p>Body text.</p><footer>Foot</footer></body>"
+    assert _parse(page).text == "T\n\nBody text.\n"

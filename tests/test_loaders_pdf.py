@@ -116,3 +116,56 @@ def test_truncated_pdf_raises_document_error() -> None:
     data = _outlined_pdf()
     with pytest.raises(DocumentError, match="corrupt or unreadable PDF"):
         parse_pdf(data[: len(data) // 2], source="cut.pdf", fallback_title="x")
+
+
+WRAPPED = (
+    "Umoja Savings and Credit Cooperative Society Ltd. Approved by the Board of Directors on 28 "
+    "August 2025 and effective from 1 September 2025, these rules replace every earlier version "
+    "of the procedures and apply to each application received after that date."
+)
+
+
+class _NumberedPages(FPDF):
+    def footer(self) -> None:
+        self.set_y(-15)
+        self.set_font("helvetica", size=9)
+        self.cell(0, 10, f"Page {self.page_no()} of 2", align="C")
+
+
+def _wrapped_pdf() -> bytes:
+    pdf = _NumberedPages()
+    pdf.set_font("helvetica", size=12)
+    pdf.add_page()
+    pdf.start_section("Rules")
+    _para(pdf, "Rules")
+    _para(pdf, WRAPPED)
+    _para(pdf, "A short closing sentence.")
+    _para(pdf, "The Committee may:")
+    for item in ("- approve the loan;", "- decline it, giving reasons."):
+        _para(pdf, item)
+    pdf.add_page()
+    pdf.start_section("Appeals")
+    _para(pdf, "Appeals")
+    _para(pdf, "Appeals go to the Board.")
+    return bytes(pdf.output())
+
+
+def test_hard_wrapped_lines_join_into_paragraphs() -> None:
+    doc = parse_pdf(_wrapped_pdf(), source="w.pdf", fallback_title="W")
+    blocks = _blocks(doc)
+    assert blocks[0] == (("W", "Rules"), 1, WRAPPED)
+    assert blocks[1] == (("W", "Rules"), 1, "A short closing sentence.")
+    assert blocks[2] == (
+        ("W", "Rules"),
+        1,
+        "The Committee may:\n- approve the loan;\n- decline it, giving reasons.",
+    )
+    assert blocks[3] == (("W", "Appeals"), 2, "Appeals go to the Board.")
+
+
+def test_page_number_lines_are_dropped_and_pages_kept() -> None:
+    doc = parse_pdf(_wrapped_pdf(), source="w.pdf", fallback_title="W")
+    assert "Page 1 of 2" not in doc.text
+    assert "Page 2 of 2" not in doc.text
+    assert [s.page for s in doc.sections] == [1, 2]
+    assert doc.text.index("Appeals") >= doc.page_starts[1]

@@ -320,3 +320,19 @@ def test_question_naming_a_document_title_missing_from_its_heading_paths_finds_i
     assert hits[0].chunk.source == "terms/additional.md"
     body_only = make_retriever(snapshot, embedder, mode="lexical", title_weight=0.0)
     assert body_only.search(question).hits[0].chunk.source == "terms/marketplace.md"
+
+
+def test_a_date_filter_traces_each_document_date_and_where_it_came_from(
+    embedder: FakeEmbedder,
+) -> None:
+    chunks, docs = policy_corpus()
+    docs["hr/general.md"] = dataclasses.replace(docs["hr/general.md"], date_source="text")
+    docs["hr/tax.md"] = dataclasses.replace(docs["hr/tax.md"], date_source="meta tag")
+    docs["finance/fees.md"] = dataclasses.replace(docs["finance/fees.md"], effective_date="")
+    retriever = make_retriever(make_snapshot(chunks, docs, embedder=embedder), embedder)
+    result = retriever.search(CODE_QUERY, filters=SearchFilters(date_from="2023-01-01"))
+    (line,) = [t for t in result.trace if t.startswith("dates: ")]
+    assert "hr/general.md 2022-03-01 (text)" in line
+    assert "hr/tax.md 2025-02-01 (meta tag)" in line
+    assert "finance/fees.md undated" in line
+    assert not [t for t in retriever.search(CODE_QUERY).trace if t.startswith("dates: ")]

@@ -3,14 +3,16 @@
 The steps, for each document:
 
 1. **Group sections.** A section whose text counts fewer than ``min_tokens``
-   is merged with the following (or preceding) sibling sections, i.e. those
-   with the same parent ``heading_path[:-1]``, while the merged text still fits
-   ``max_tokens``. Question sections (heading ending in ``?``) and sections
-   holding FAQ blocks are never merged. A merged chunk's heading path is the
-   *parent* path (the document title when the parent is empty); its body starts
-   at the first section's heading line, so every merged sub-heading appears in
-   the body exactly where it stands in the source. Its anchor and page are the
-   first section's.
+   is merged only with neighbours of the *same* heading path (text before the
+   first heading and the title heading that names it), while the merged text
+   still fits ``max_tokens``. Sections with headings of their own are never
+   merged, however small: a chunk's heading path always ends with the heading
+   of the section its text belongs to, and no heading stands in a chunk body
+   without the path naming it (merging tiny siblings under their parent made
+   "Loan Policy > Loan Products" the path of the whole "Development Loans"
+   section). Question sections (heading ending in ``?``) and sections holding
+   FAQ blocks are never merged. A merged chunk's body starts at the first
+   section's heading line; its anchor and page are the first section's.
 2. **Cut blocks into units.** A block that fits the budget is one unit. A
    larger one is split at its inner boundaries (see `assistant.chunking.splitting`):
    prose at paragraphs, lines, sentences, words, tokens; code by lines (later
@@ -72,7 +74,8 @@ def chunk_document(
     Args:
         doc: The parsed document; its sections and blocks drive the cuts.
         settings: ``max_tokens`` (heading path included), ``overlap_tokens``
-            and ``min_tokens`` (smaller sections are merged with siblings).
+            and ``min_tokens`` (smaller sections merge with neighbours of the
+            same heading path).
         tokenizer: Counts tokens; ``token_count`` of every chunk is its count.
         window: The embedding model's own count and limit; with it, no chunk's
             text is longer than the model reads (a chunk that would be ends
@@ -139,7 +142,7 @@ def _mergeable(
     ctx: Context,
 ) -> bool:
     first, last = run[0][0], run[-1][0]
-    if section.heading_path[:-1] != first.heading_path[:-1] or section.char_start < last.char_end:
+    if section.heading_path != first.heading_path or section.char_start < last.char_end:
         return False
     if _is_question(section, blocks) or any(_is_question(s, b) for s, b, _ in run):
         return False

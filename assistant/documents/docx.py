@@ -2,8 +2,12 @@
 
 The body is read in order, paragraphs and tables alike. A ``Title`` paragraph
 gives the title; ``Heading N`` starts a level-N section; list paragraphs
-(``List ...`` styles or numbering) become ``- `` list items; tables become pipe
+(``List ...`` styles or numbering) become list items marked as Word shows them
+(``- `` for bullets, ``1.``, ``4.2`` or ``b)`` for numbered clauses; numbered
+headings keep their number); tables become pipe
 tables with a header separator; other paragraphs become paragraph blocks.
+Dates come from an "Effective ..." line near the top, else from the core
+properties' created and modified stamps.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 import io
 import re
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import docx
@@ -22,6 +26,7 @@ from docx.text.paragraph import Paragraph
 from assistant.documents.assemble import SectionAssembler
 from assistant.documents.base import Extracted
 from assistant.documents.builder import TextBuilder, collapse, table_lines
+from assistant.documents.dates import PROPERTIES, DateClaim, parse_date, resolve_dates
 from assistant.documents.decode import check_line_lengths
 from assistant.errors import DocumentError
 from assistant.types import BlockKind, DocMeta
@@ -56,8 +61,12 @@ def parse_docx(data: bytes, *, source: str, fallback_title: str) -> Extracted:
     """
     try:
         document = docx.Document(io.BytesIO(data))
-        pieces = [p for p in _pieces(document.iter_inner_content()) if p.text.strip()]
-        core_title = collapse(document.core_properties.title or "")
+        numbering = _Numbering(document)
+        items = document.iter_inner_content()
+        pieces = [p for p in _pieces(items, numbering) if p.text.strip()]
+        core = document.core_properties
+        core_title = collapse(core.title or "")
+        stamps = DateClaim(PROPERTIES, parse_date(core.created), parse_date(core.modified))
     except _CORRUPT as exc:
         raise DocumentError(source, f"corrupt or unreadable DOCX: {exc}") from exc
     title_piece = next((p.text for p in pieces if p.level == -1), "")
@@ -73,44 +82,148 @@ def parse_docx(data: bytes, *, source: str, fallback_title: str) -> Extracted:
             assembler.block(piece.kind, start, end)
     text = builder.text()
     check_line_lengths(text, source=source)
-    return Extracted(text=text, meta=DocMeta(title=title), sections=assembler.finish(end=len(text)))
+    meta = resolve_dates(DocMeta(title=title), text, implied=(stamps,))
+    return Extracted(text=text, meta=meta, sections=assembler.finish(end=len(text)))
 
 
-def _pieces(items: Iterator[Paragraph | Table]) -> Iterator[_Piece]:
+def _pieces(items: Iterator[Paragraph | Table], numbering: _Numbering) -> Iterator[_Piece]:
     for item in items:
         if isinstance(item, Table):
             yield _Piece(table_lines(_rows(item)), "table")
         else:
-            yield _paragraph(item)
+            yield _paragraph(item, numbering)
 
 
-def _paragraph(paragraph: Paragraph) -> _Piece:
+def _paragraph(paragraph: Paragraph, numbering: _Numbering) -> _Piece:
     text = collapse(paragraph.text)
     style = paragraph.style.name if paragraph.style is not None else ""
     style = style or ""
     if style.lower() == "title":
         return _Piece(text, "heading", -1)
+    num = _num_pr(paragraph)
+    label = numbering.label(*num) if num is not None else ""
     heading = _HEADING_STYLE.match(style)
     if heading and int(heading.group(1)) > 0:
-        return _Piece(text, "heading", int(heading.group(1)))
-    depth = _list_depth(paragraph, style)
+        # A numbered heading ("4.2 Repayment") keeps its number, in the path too.
+        numbered = f"{label} {text}" if label and label != "-" else text
+        return _Piece(numbered, "heading", int(heading.group(1)))
+    depth = _list_depth(paragraph, style, num)
     if depth is not None:
-        return _Piece("  " * depth + "- " + text, "list_item")
+        return _Piece("  " * depth + (label or "-") + " " + text, "list_item")
     return _Piece(text, "paragraph")
 
 
-def _list_depth(paragraph: Paragraph, style: str) -> int | None:
+def _num_pr(paragraph: Paragraph) -> tuple[str, int] | None:
+    """Return the (numId, level) of a numbered paragraph, its own or its style's."""
+    candidates = [paragraph._p.pPr]
+    style = paragraph.style
+    while style is not None and len(candidates) < 8:  # styles inherit numbering
+        candidates.append(style.element.pPr)
+        style = style.base_style
+    for p_pr in candidates:
+        num_pr = p_pr.numPr if p_pr is not None else None
+        num_id = getattr(getattr(num_pr, "numId", None), "val", None)
+        if num_id is not None:
+            level = getattr(getattr(num_pr, "ilvl", None), "val", None)
+            return str(num_id), int(level or 0)
+    return None
+
+
+def _list_depth(paragraph: Paragraph, style: str, num: tuple[str, int] | None) -> int | None:
     """Return the nesting depth (0 = top) of a list paragraph, None when not a list."""
-    p_pr = paragraph._p.pPr
-    num_pr = p_pr.numPr if p_pr is not None else None
-    if num_pr is not None:
-        ilvl = getattr(num_pr, "ilvl", None)
-        value = getattr(ilvl, "val", None)
-        return int(value) if value is not None else 0
     if style.lower().startswith("list"):
         level = re.search(r"(\d)$", style)
         return int(level.group(1)) - 1 if level else 0
-    return None
+    return num[1] if num is not None else None
+
+
+class _Numbering:
+    """Work out the number Word shows before each numbered paragraph ("2.", "4.1", "b)").
+
+    Counters run per list (``numId``) and level, in body order; a level's
+    counter restarts when a shallower level moves on. Bullets and formats we
+    do not render read as "-".
+    """
+
+    def __init__(self, document: docx.document.Document) -> None:
+        self._levels: dict[str, dict[int, tuple[str, str, int]]] = {}
+        self._counts: dict[str, dict[int, int]] = {}
+        try:
+            root = document.part.numbering_part.element
+        except (KeyError, NotImplementedError):  # no numbering part: nothing is numbered
+            return
+        abstract = {a.get(_W + "abstractNumId"): a for a in root.iter(_W + "abstractNum")}
+        for num in root.iter(_W + "num"):
+            ref = num.find(_W + "abstractNumId")
+            definition = abstract.get(ref.get(_W + "val")) if ref is not None else None
+            if definition is not None:
+                self._levels[str(num.get(_W + "numId"))] = _levels(definition)
+
+    def label(self, num_id: str, level: int) -> str:
+        """Advance the list's counter at ``level`` and return the paragraph's label."""
+        levels = self._levels.get(num_id)
+        if not levels or level not in levels:
+            return "-"
+        counts = self._counts.setdefault(num_id, {})
+        fmt, template, start = levels[level]
+        counts[level] = counts.get(level, start - 1) + 1
+        for deeper in [n for n in counts if n > level]:
+            del counts[deeper]
+        if fmt not in _FORMATS:
+            return "-"
+
+        def number(match: re.Match[str]) -> str:
+            n = int(match.group(1)) - 1
+            lvl_fmt, _, lvl_start = levels.get(n, ("decimal", "", 1))
+            return _FORMATS.get(lvl_fmt, str)(counts.get(n, lvl_start))
+
+        return re.sub(r"%(\d)", number, template).strip() or "-"
+
+
+_W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+
+
+def _levels(definition: object) -> dict[int, tuple[str, str, int]]:
+    levels: dict[int, tuple[str, str, int]] = {}
+    for lvl in definition.iter(_W + "lvl"):  # type: ignore[attr-defined]
+        values = {
+            tag: (child.get(_W + "val") if child is not None else None)
+            for tag in ("numFmt", "lvlText", "start")
+            for child in [lvl.find(_W + tag)]
+        }
+        start = values["start"]
+        levels[int(lvl.get(_W + "ilvl", 0))] = (
+            values["numFmt"] or "decimal",
+            values["lvlText"] or "",
+            int(start) if start and start.isdigit() else 1,
+        )
+    return levels
+
+
+def _roman(n: int) -> str:
+    out = []
+    for value, numeral in zip(
+        (1000, 900, 500, 400, 100, 90, 50, 40, 10, 9, 5, 4, 1),
+        ("m", "cm", "d", "cd", "c", "xc", "l", "xl", "x", "ix", "v", "iv", "i"),
+        strict=True,
+    ):
+        count, n = divmod(n, value)
+        out.append(numeral * count)
+    return "".join(out)
+
+
+def _letter(n: int) -> str:
+    return chr(ord("a") + (n - 1) % 26) * ((n - 1) // 26 + 1) if n > 0 else ""
+
+
+_FORMATS: dict[str, Callable[[int], str]] = {
+    "decimal": str,
+    "decimalZero": lambda n: f"{n:02d}",
+    "lowerLetter": _letter,
+    "upperLetter": lambda n: _letter(n).upper(),
+    "lowerRoman": _roman,
+    "upperRoman": lambda n: _roman(n).upper(),
+}
 
 
 def _rows(table: Table) -> list[list[str]]:
@@ -118,9 +231,10 @@ def _rows(table: Table) -> list[list[str]]:
     for row in table.rows:
         cells, seen = [], set()
         for cell in row.cells:
-            if id(cell._tc) not in seen:  # a merged cell repeats across its span
-                seen.add(id(cell._tc))
-                cells.append(cell.text)
+            # A merged cell repeats across its span: its text once, then empty
+            # cells, so every row keeps the header row's columns.
+            cells.append("" if id(cell._tc) in seen else cell.text)
+            seen.add(id(cell._tc))
         rows.append(cells)
     return rows
 

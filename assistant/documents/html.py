@@ -1,9 +1,13 @@
 """HTML → text, metadata and sections (BeautifulSoup with lxml).
 
-Scripts, styles, templates and the head are dropped. ``h1``-``h6`` start
-sections; ``p``, ``li``, ``pre``, ``blockquote``, ``table`` (and ``dt``/``dd``)
-become blocks; loose text in containers becomes paragraphs. The text that
-offsets refer to is built here, one blank line between pieces.
+Dates come from ``<meta>`` tags (``dc.date``, ``article:modified_time``...),
+else from an "Effective ..." line near the top. Scripts, styles, templates and
+the head are dropped, and so is site chrome: ``nav``, ``aside``, page-level
+``header`` and ``footer``, and elements whose ``role`` says navigation, banner
+or contentinfo; with a ``<main>``, only its content is read. ``h1``-``h6``
+start sections; ``p``, ``li``, ``pre``, ``blockquote``, ``table`` (and
+``dt``/``dd``) become blocks; loose text in containers becomes paragraphs. The
+text that offsets refer to is built here, one blank line between pieces.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from bs4.element import NavigableString, PageElement, PreformattedString, Tag
 from assistant.documents.assemble import SectionAssembler
 from assistant.documents.base import Extracted
 from assistant.documents.builder import TextBuilder, collapse, table_lines
+from assistant.documents.dates import META_TAG, DateClaim, parse_date, resolve_dates
 from assistant.documents.decode import check_line_lengths
 from assistant.errors import DocumentError
 from assistant.types import BlockKind, DocMeta
@@ -24,7 +29,35 @@ from assistant.types import BlockKind, DocMeta
 __all__ = ["load", "parse_html"]
 
 _DROPPED = ["script", "style", "noscript", "template", "head", "svg", "canvas", "iframe"]
+# Site chrome, not policy text: menus, sidebars, page banners and footers.
+_CHROME = ["nav", "aside"]
+_CHROME_ROLES = frozenset({"navigation", "contentinfo", "banner", "complementary", "search"})
+# A header or footer inside these belongs to that content (an article's own title or notes).
+_CONTENT = ["main", "article", "section"]
 _HEADINGS = {f"h{n}": n for n in range(1, 7)}
+# <meta> names (name, property, http-equiv or itemprop; case-insensitive), best first.
+_EFFECTIVE_META = (
+    "effective-date",
+    "effective_date",
+    "dc.date.valid",
+    "dcterms.valid",
+    "dc.date",
+    "dcterms.date",
+    "dc.date.issued",
+    "dcterms.issued",
+    "date",
+    "article:published_time",
+    "datepublished",
+)
+_UPDATED_META = (
+    "dc.date.modified",
+    "dcterms.modified",
+    "article:modified_time",
+    "og:updated_time",
+    "last-modified",
+    "datemodified",
+    "revised",
+)
 _BLOCKS: dict[str, BlockKind] = {
     "p": "paragraph",
     "dt": "paragraph",
@@ -71,10 +104,11 @@ def parse_html(data: bytes, *, source: str, fallback_title: str) -> Extracted:
         raise DocumentError(source, "binary content (NUL bytes) in an HTML file")
     soup = BeautifulSoup(data, "lxml")
     head_title = collapse(soup.title.get_text()) if soup.title else ""
+    dates = _meta_dates(soup)
     for tag in soup(_DROPPED):
         tag.decompose()
     pieces: list[_Piece] = []
-    _walk(soup.body or soup, pieces)
+    _walk(_main_content(soup), pieces)
     first_h1 = next((p.text for p in pieces if p.level == 1), "")
     title = head_title or first_h1 or fallback_title
     builder = TextBuilder()
@@ -87,7 +121,54 @@ def parse_html(data: bytes, *, source: str, fallback_title: str) -> Extracted:
             assembler.block(piece.kind, start, end)
     text = builder.text()
     check_line_lengths(text, source=source)
-    return Extracted(text=text, meta=DocMeta(title=title), sections=assembler.finish(end=len(text)))
+    meta = resolve_dates(DocMeta(title=title), text, explicit=(dates,))
+    return Extracted(text=text, meta=meta, sections=assembler.finish(end=len(text)))
+
+
+def _main_content(soup: BeautifulSoup) -> Tag:
+    """Return the element holding the page's own text, with site chrome removed.
+
+    ``<main>`` (or ``role="main"``) is the content when present; navigation,
+    sidebars and page-level headers and footers are dropped either way.
+    """
+    tags = [tag for tag in soup.find_all(True) if isinstance(tag, Tag)]
+    chrome = [tag for tag in tags if tag.name in _CHROME or _role(tag) in _CHROME_ROLES]
+    chrome += [
+        tag
+        for tag in tags
+        if tag.name in ("header", "footer") and tag.find_parent(_CONTENT) is None
+    ]
+    for tag in chrome:
+        if not tag.decomposed:  # inside chrome already dropped
+            tag.decompose()
+    kept = [tag for tag in tags if not tag.decomposed]
+    main = next((t for t in kept if t.name == "main" or _role(t) == "main"), None)
+    return main or soup.body or soup
+
+
+def _role(tag: Tag) -> str:
+    role = tag.get("role")
+    return role.strip().lower() if isinstance(role, str) else ""
+
+
+def _meta_dates(soup: BeautifulSoup) -> DateClaim:
+    """Return the dates the page's ``<meta>`` tags state."""
+    values: dict[str, str] = {}
+    for tag in soup.find_all("meta"):
+        content = tag.get("content")
+        if not isinstance(content, str):
+            continue
+        for attr in ("name", "property", "http-equiv", "itemprop"):
+            key = tag.get(attr)
+            if isinstance(key, str):
+                values.setdefault(key.strip().lower(), content)
+    effective = _first_date(values, _EFFECTIVE_META)
+    return DateClaim(META_TAG, effective, _first_date(values, _UPDATED_META))
+
+
+def _first_date(values: dict[str, str], names: tuple[str, ...]) -> str:
+    dates = (parse_date(values[name]) for name in names if name in values)
+    return next((d for d in dates if d), "")
 
 
 def _walk(node: Tag, out: list[_Piece]) -> None:

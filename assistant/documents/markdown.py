@@ -19,6 +19,7 @@ from markdown_it.token import Token
 
 from assistant.documents.assemble import SectionAssembler
 from assistant.documents.base import Extracted
+from assistant.documents.dates import resolve_dates
 from assistant.documents.decode import decode_text
 from assistant.documents.frontmatter import parse_front_matter, split_front_matter
 from assistant.types import BlockKind, DocMeta, Section
@@ -130,7 +131,8 @@ def parse_markdown(
         elif text[event.start : event.end].strip():
             # A code block of only Unicode spaces (U+2028...) has no text to index.
             assembler.block(event.kind, event.start, event.end)
-    return dataclasses.replace(meta, title=title), assembler.finish(end=len(text))
+    meta = resolve_dates(dataclasses.replace(meta, title=title), text[body_start:])
+    return meta, assembler.finish(end=len(text))
 
 
 def _title_heading(events: Sequence[_Heading | _Block]) -> str:

@@ -3,8 +3,11 @@
 Pages are joined with a blank line; ``page_starts`` records where each begins.
 With an outline (bookmarks), each entry starts a section at its heading line
 when that line is found on its page, else at the page start; without one, each
-page is a section ``(title, "Page n")``. Blocks are paragraphs of extracted
-lines, split at blank lines and kept to a moderate size.
+page is a section ``(title, "Page n")``. Hard-wrapped lines are joined into
+paragraphs (`_reflow`); a page-number line at a page's top or foot is dropped.
+Blocks are those paragraphs, kept to a moderate size. Dates come from a custom
+info key naming "effective", an "Effective ..." line near the top, then the info's
+creation and modification dates.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from pypdf.errors import PyPdfError
 from assistant.documents.assemble import SectionAssembler
 from assistant.documents.base import Extracted
 from assistant.documents.builder import collapse
+from assistant.documents.dates import PROPERTIES, DateClaim, parse_date, resolve_dates
 from assistant.documents.decode import check_line_lengths, normalise_newlines
 from assistant.errors import DocumentError
 from assistant.types import DocMeta
@@ -45,6 +49,13 @@ _CORRUPT = (
 _PARAGRAPH_SOFT_CHARS = 600
 _PARAGRAPH_HARD_CHARS = 1500
 _SENTENCE_END = re.compile(r"[.!?:;]\s*$")
+# A line at least this share of the longest line fills the measure: it was wrapped.
+_FULL_LINE = 0.8
+_LIST_ITEM = re.compile(r"^(?:[-*\u2022\u2013\u00b7]|\(?(?:\d{1,3}|[a-z]|[ivx]{1,5})[.)])\s")
+_PAGE_NUMBER = re.compile(
+    r"^\s*(?:(?:page\s+)?\d{1,4}(?:\s*(?:of|/)\s*\d{1,4})?|[-\u2013]\s*\d{1,4}\s*[-\u2013])\s*$",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,13 +88,18 @@ def parse_pdf(data: bytes, *, source: str, fallback_title: str) -> Extracted:
         DocumentError: The PDF is corrupt, encrypted, or has no extractable text.
     """
     reader = _open(data, source=source)
-    pages = [_page_text(reader, i, source=source) for i in range(_page_count(reader, source))]
-    text = "\n\n".join(pages) + "\n"
-    if not text.strip():
+    raw = [_page_lines(reader, i, source=source) for i in range(_page_count(reader, source))]
+    if not any(line.strip() for page in raw for line in page):
         raise DocumentError(source, "no extractable text (a scanned PDF? OCR is not supported)")
+    entries = _outline(reader, source=source)
+    width = max((len(line) for page in raw for line in page), default=0)
+    pages = [
+        _reflow(lines, {e.title.casefold() for e in entries if e.page == i}, width)
+        for i, lines in enumerate(raw)
+    ]
+    text = "\n\n".join(pages) + "\n"
     check_line_lengths(text, source=source)
     starts = tuple(_page_starts(pages))
-    entries = _outline(reader, source=source)
     title = _title(reader, entries) or fallback_title
     assembler = SectionAssembler(title=title, title_level=0, start_page=1)
     if entries:
@@ -91,7 +107,8 @@ def parse_pdf(data: bytes, *, source: str, fallback_title: str) -> Extracted:
     else:
         headings = [_Heading(f"Page {n}", 1, s, False) for n, s in enumerate(starts, start=1)]
     _emit(assembler, text, starts, headings)
-    meta = DocMeta(title=title)
+    explicit, implied = _info_dates(reader)
+    meta = resolve_dates(DocMeta(title=title), text, explicit=(explicit,), implied=(implied,))
     return Extracted(text, meta, assembler.finish(end=len(text)), page_starts=starts)
 
 
@@ -112,14 +129,65 @@ def _page_count(reader: PdfReader, source: str) -> int:
         raise DocumentError(source, f"corrupt or unreadable PDF: {exc}") from exc
 
 
-def _page_text(reader: PdfReader, index: int, *, source: str) -> str:
+def _page_lines(reader: PdfReader, index: int, *, source: str) -> list[str]:
+    """Return a page's extracted lines, without a page-number line at its top or foot."""
     try:
         raw = reader.pages[index].extract_text()
     except _CORRUPT as exc:
         logger.warning("%s: page %s could not be read (%s); it is skipped", source, index + 1, exc)
-        return ""
+        return []
     lines = [line.rstrip() for line in normalise_newlines(raw.replace("\x00", "")).split("\n")]
-    return "\n".join(lines).strip("\n")
+    while lines and not lines[-1].strip():
+        lines.pop()
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    if lines and _PAGE_NUMBER.match(lines[-1]):
+        lines.pop()
+    if lines and _PAGE_NUMBER.match(lines[0]):
+        lines.pop(0)
+    return lines
+
+
+def _reflow(lines: list[str], headings: set[str], width: int) -> str:
+    """Join hard-wrapped lines into paragraphs, one blank line between paragraphs.
+
+    A line that fills the measure and does not end a sentence continues on the
+    next line, so "on 28" + "August 2025" becomes "on 28 August 2025". A
+    heading (an outline title), a list item, or a short line (a table row, the
+    end of a paragraph) keeps its break; a short line ending a sentence, or a
+    heading, ends the paragraph.
+    """
+    out: list[str] = []
+    previous = ""
+    for line in lines:
+        stripped = line.strip()
+        if not out:
+            out.append(stripped)
+        elif not stripped or not previous:
+            out.append("\n\n" if stripped else "")
+            out.append(stripped)
+        else:
+            out.append(_joint(previous, stripped, headings, width))
+            out.append(stripped)
+        previous = stripped
+    return "".join(out).strip("\n").replace("\n\n\n\n", "\n\n")
+
+
+def _joint(before: str, after: str, headings: set[str], width: int) -> str:
+    """Return what goes between two non-blank lines: a space, a newline or a blank line."""
+    before_heading = collapse(before).casefold() in headings
+    if before_heading or collapse(after).casefold() in headings:
+        return "\n\n"
+    if _LIST_ITEM.match(after):
+        return "\n"  # a list stays one block with the line that introduces it
+    full = len(before) >= _FULL_LINE * width
+    if _SENTENCE_END.search(before) and not full:
+        return "\n\n"
+    if not full:
+        return "\n"
+    if before.endswith("-") and before[-2:-1].isalpha():
+        return ""  # a word broken at a hyphen: "check-" + "off"
+    return " "
 
 
 def _page_starts(pages: list[str]) -> list[int]:
@@ -140,6 +208,23 @@ def _title(reader: PdfReader, entries: list[_Entry]) -> str:
     if len(entries) >= 2 and entries[0].depth == 0 and entries[1].depth == 1:
         return entries[0].title
     return ""
+
+
+def _info_dates(reader: PdfReader) -> tuple[DateClaim, DateClaim]:
+    """Return the dates the document info states: custom keys, then the stamps."""
+    try:
+        info = reader.metadata
+        if info is None:
+            return DateClaim(PROPERTIES), DateClaim(PROPERTIES)
+        values = {str(k).lstrip("/").lower(): str(v) for k, v in info.items()}
+    except _CORRUPT:
+        return DateClaim(PROPERTIES), DateClaim(PROPERTIES)
+    effective = next((parse_date(v) for k, v in values.items() if "effective" in k), "")
+    stated = DateClaim(PROPERTIES, effective)
+    stamps = DateClaim(
+        PROPERTIES, parse_date(values.get("creationdate")), parse_date(values.get("moddate"))
+    )
+    return stated, stamps
 
 
 def _outline(reader: PdfReader, *, source: str) -> list[_Entry]:

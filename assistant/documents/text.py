@@ -3,13 +3,14 @@
 Paragraphs are runs of non-blank lines. A line underlined with ``===`` (level 1)
 or ``---`` (level 2), or a short ALL-CAPS line standing alone (level 2), is a
 heading. The title is the first non-blank line when it is short, else the
-fallback title.
+fallback title; dates come from an "Effective: ..." line near the top.
 """
 
 from __future__ import annotations
 
 from assistant.documents.assemble import SectionAssembler
 from assistant.documents.base import Extracted
+from assistant.documents.dates import resolve_dates
 from assistant.documents.decode import decode_text
 from assistant.types import DocMeta
 
@@ -34,7 +35,8 @@ def parse_text(text: str, *, fallback_title: str) -> Extracted:
     assembler = SectionAssembler(title=title)
     for start, lines in _paragraphs(text):
         _add_paragraph(assembler, start, lines)
-    return Extracted(text=text, meta=DocMeta(title=title), sections=assembler.finish(end=len(text)))
+    meta = resolve_dates(DocMeta(title=title), text)
+    return Extracted(text=text, meta=meta, sections=assembler.finish(end=len(text)))
 
 
 def _paragraphs(text: str) -> list[tuple[int, list[str]]]:

@@ -70,6 +70,7 @@ def encode_chunk(
         "doc_key": doc_key,
         "effective_date": meta.effective_date,
         "updated_date": meta.updated_date,
+        "date_source": meta.date_source,
         "version": meta.version,
         "owner": meta.owner,
         "url": meta.url,
@@ -121,4 +122,5 @@ def decode_doc_meta(metadata: Mapping[str, MetadataValue]) -> DocMeta:
         tags=tuple(json.loads(str(metadata.get("tags_json", "[]")))),
         url=str(metadata.get("url", "")),
         supersedes=str(metadata.get("supersedes", "")),
+        date_source=str(metadata.get("date_source", "")),
     )

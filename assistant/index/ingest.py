@@ -40,7 +40,7 @@ logger = logging.getLogger(__name__)
 
 # Bump when chunking changes shape, so every document is re-chunked once;
 # tests/test_pipeline_version.py fails when the sample chunks change without a bump.
-PIPELINE_VERSION = "2"
+PIPELINE_VERSION = "6"
 _EMBED_GROUP = 512
 
 Progress = Callable[[str, int, int], None]

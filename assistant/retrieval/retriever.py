@@ -162,6 +162,8 @@ class Retriever:
         if run.mask is not None:
             eligible = f"{int(run.mask.sum())} of {run.mask.size} chunks eligible"
             run.trace.append(f"filters: {eligible} ({run.filters})")
+        if run.filters is not None and (run.filters.date_from or run.filters.date_to):
+            run.trace.append("dates: " + _dates_label(run.view))
 
     def _score(self, run: _Run) -> None:
         """Step 2: dense and lexical scores of the eligible rows, and each one's top rows."""
@@ -340,6 +342,18 @@ def _check_dimension(snapshot: IndexSnapshot, embedder: Embedder) -> None:
             f"the index holds {snapshot.vectors.shape[1]}-dimensional vectors but the "
             f"embedding model {embedder.identity} makes {embedder.dimension}; re-run the ingest"
         )
+
+
+def _dates_label(view: SearchView, limit: int = 12) -> str:
+    """Each document's date and where it came from, so a date filter's cuts can be read."""
+    labels = []
+    for source in view.sources[:limit]:
+        meta = view.snapshot.docs.get(source)
+        date = (meta.effective_date or meta.updated_date) if meta else ""
+        where = f" ({meta.date_source})" if meta and meta.date_source else ""
+        labels.append(f"{source} {date or 'undated'}{where}")
+    more = len(view.sources) - limit
+    return "; ".join(labels) + (f"; and {more} more" if more > 0 else "")
 
 
 def _rows_label(rows: Sequence[int], chunks: Sequence[Chunk]) -> str:

@@ -169,8 +169,11 @@ def render_document(document: Document) -> str:
     """Render a document as a standalone HTML page with one anchor per section."""
     meta = document.meta
     facts = [f"source: {document.source}"]
+    where = f" (from {meta.date_source})" if meta.date_source else ""
     if meta.effective_date:
-        facts.append(f"effective {meta.effective_date}")
+        facts.append(f"effective {meta.effective_date}{where}")
+    elif meta.updated_date:
+        facts.append(f"updated {meta.updated_date}{where}")
     if meta.version:
         facts.append(f"version {meta.version}")
     header = f'<p class="meta">{html.escape(" · ".join(facts))}</p>'
