@@ -16,14 +16,14 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 
 from assistant.answering.citations import check_answer
-from assistant.answering.extractive import stream_extractive
+from assistant.answering.extractive import Draft, draft_extractive, stream_extractive
 from assistant.answering.llm import OpenAIChat
 from assistant.answering.prompt import Prompt, build_prompt
 from assistant.answering.rewrite import Completer, QueryRewriter, Rewrite
 from assistant.answering.safety import SafeStream
 from assistant.config import Settings
 from assistant.errors import LLMError
-from assistant.protocols import ChatModel, Searcher
+from assistant.protocols import ChatModel, Embedder, Searcher
 from assistant.tokens import Tokenizer, get_tokenizer
 from assistant.types import (
     MAX_TURN_CHARS,
@@ -175,6 +175,9 @@ class Assistant:
         tokenizer: Counts prompt tokens.
         rewriter: Rewrites follow-ups; by default uses ``model`` when it can
             complete, else the offline heuristic.
+        embedder: Embeds the question and the candidate passages of the offline
+            mode (the one the index was built with); without it offline answers
+            are ranked by words and headings only.
     """
 
     def __init__(
@@ -185,8 +188,10 @@ class Assistant:
         settings: Settings,
         tokenizer: Tokenizer,
         rewriter: QueryRewriter | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
         self._searcher = searcher
+        self._embedder = embedder
         self._model = model
         self._settings = settings
         self._tokenizer = tokenizer
@@ -219,11 +224,10 @@ class Assistant:
             result.no_good_match,
             rewrite.method,
         )
-        if result.no_good_match or not result.hits:
-            prompt = None
-            produce = _fixed_text(no_match_message(result.hits, reason=result.no_match_reason))
-            mode = "no good match"
-        else:
+        prompt: Prompt | None = None
+        mode = "no good match"
+        produce = _fixed_text(no_match_message(result.hits, reason=result.no_match_reason))
+        if result.hits and (self._model is None or not result.no_good_match):
             prompt = build_prompt(
                 question,
                 result.hits,
@@ -231,8 +235,22 @@ class Assistant:
                 budget=self._settings.retrieval.context_tokens,
                 tokenizer=self._tokenizer,
             )
-            produce = self._producer(rewrite.query, prompt, unknown=result.unknown_words)
-            mode = "extractive" if self._model is None else "model"
+        if prompt is not None and self._model is None:
+            # Offline, the answer decides "not covered" from what it could quote.
+            draft = draft_extractive(
+                rewrite.query,
+                prompt.sources,
+                embedder=self._embedder,
+                unknown_words=result.unknown_words,
+                retrieval_matched=not result.no_good_match,
+            )
+            if draft.covered:
+                produce, mode = _drafted(draft), "extractive"
+            else:
+                reason = result.no_match_reason or draft.reason
+                produce, prompt = _fixed_text(no_match_message(result.hits, reason=reason)), None
+        elif prompt is not None:
+            produce, mode = self._producer(prompt), "model"
         return AnswerRun(
             question=question,
             rewrite=rewrite,
@@ -245,17 +263,23 @@ class Assistant:
             retrieval_ms=retrieval_ms,
         )
 
-    def _producer(
-        self, query: str, prompt: Prompt, *, unknown: tuple[str, ...]
-    ) -> Callable[[], Iterator[str]]:
+    def _producer(self, prompt: Prompt) -> Callable[[], Iterator[str]]:
         model = self._model
-        if model is None:
-            return lambda: stream_extractive(query, prompt.sources, unknown_words=unknown)
+        assert model is not None
         return lambda: model.stream(prompt.as_dicts())
 
 
-def build_assistant(settings: Settings, *, searcher: Searcher) -> Assistant:
-    """Return an assistant using the configured chat model, or the offline mode."""
+def build_assistant(
+    settings: Settings, *, searcher: Searcher, embedder: Embedder | None = None
+) -> Assistant:
+    """Return an assistant using the configured chat model, or the offline mode.
+
+    Args:
+        settings: All settings (model, prompt budget, UI host).
+        searcher: Finds the hits for a query.
+        embedder: The embedding model the index was built with; the offline mode
+            ranks passages by their meaning with it.
+    """
     model = OpenAIChat(settings.llm) if settings.llm.enabled else None
     logger.info("answer mode: %s", "model " + settings.llm.model if model else "extractive")
     return Assistant(
@@ -263,6 +287,7 @@ def build_assistant(settings: Settings, *, searcher: Searcher) -> Assistant:
         model=model,
         settings=settings,
         tokenizer=get_tokenizer(settings.chunking.encoding),
+        embedder=embedder,
     )
 
 
@@ -289,6 +314,10 @@ def no_match_message(hits: Sequence[Hit], *, reason: str = "") -> str:
     intro = f"{NO_MATCH_OPENING}{why}, so I will not guess. The closest sections I found are:"
     lines = [f"- {hit.title}: {hit.chunk.breadcrumb}" for hit in hits[:5]]
     return "\n".join([intro, "", *lines, "", NO_MATCH_OUTRO])
+
+
+def _drafted(draft: Draft) -> Callable[[], Iterator[str]]:
+    return lambda: stream_extractive("", (), draft=draft)
 
 
 def _fixed_text(text: str) -> Callable[[], Iterator[str]]:
