@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from assistant.answering.ranking import (
+    DEFAULT_WEIGHTS,
     Candidate,
     Ranked,
     Weights,
@@ -146,7 +147,7 @@ def draft_extractive(
     embedder: Embedder | None = None,
     unknown_words: Sequence[str] = (),
     retrieval_matched: bool = True,
-    weights: Weights = Weights(),
+    weights: Weights = DEFAULT_WEIGHTS,
 ) -> Draft:
     """Rank the units of ``sources`` for ``question`` and decide whether they answer it.
 
@@ -207,9 +208,7 @@ def stream_extractive(
         draft: An answer already drafted for the same question and sources.
     """
     if draft is None:
-        draft = draft_extractive(
-            question, sources, embedder=embedder, unknown_words=unknown_words
-        )
+        draft = draft_extractive(question, sources, embedder=embedder, unknown_words=unknown_words)
     yield from _DELTA.findall(draft.text)
 
 

@@ -30,7 +30,16 @@ from assistant.answering.units import AnswerUnit
 from assistant.protocols import Embedder
 from assistant.words import content_words
 
-__all__ = ["Candidate", "Ranked", "Weights", "choose", "focus_words", "matched", "rank_units"]
+__all__ = [
+    "DEFAULT_WEIGHTS",
+    "Candidate",
+    "Ranked",
+    "Weights",
+    "choose",
+    "focus_words",
+    "matched",
+    "rank_units",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -76,6 +85,9 @@ class Weights:
     max_words: int = 60
 
 
+DEFAULT_WEIGHTS = Weights()
+
+
 @dataclass(frozen=True, slots=True)
 class Candidate:
     """A unit of source ``number`` (1-based), from the hit at ``rank``.
@@ -113,7 +125,7 @@ def rank_units(
     *,
     embedder: Embedder | None,
     unknown_words: Sequence[str] = (),
-    weights: Weights = Weights(),
+    weights: Weights = DEFAULT_WEIGHTS,
 ) -> list[Ranked]:
     """Return ``candidates`` scored for ``question``, best first.
 
@@ -160,7 +172,7 @@ def rank_units(
     return sorted(ranked, key=lambda r: -r.score)
 
 
-def choose(ranked: Sequence[Ranked], *, weights: Weights = Weights()) -> list[Ranked]:
+def choose(ranked: Sequence[Ranked], *, weights: Weights = DEFAULT_WEIGHTS) -> list[Ranked]:
     """Return the best unit and at most two more that add something.
 
     A further unit joins when it scores within ``margin`` of the best, or
@@ -251,7 +263,7 @@ def _cosines(
 
 def _embedded(unit: AnswerUnit) -> str:
     """Return the unit as embedded: under its nearest heading, which often names its topic."""
-    heading = unit.headings[-1] if unit.headings else ""
+    heading = " > ".join(unit.headings[-2:])
     text = _plain(unit)[:_EMBED_CHARS]
     return f"{heading}: {text}" if heading else text
 

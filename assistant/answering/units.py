@@ -22,20 +22,26 @@ UnitKind = Literal["sentence", "item", "row", "definition"]
 _LINK = re.compile(r"!?\[([^\]\n]*)\]\((?:[^()\s]|\([^()\s]*\))*(?:\s+\"[^\"]*\")?\)")
 _REF_LINK = re.compile(r"\[([^\]\n]+)\]\[[^\]\n]*\]")
 _AUTOLINK = re.compile(r"<(https?://[^>\s]+)>")
-_EMPHASIS = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1|(?<![\w*])([*_])(?=\S)(.+?)(?<=\S)\3(?![\w*])")
+_EMPHASIS = re.compile(
+    r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1|(?<![\w*])([*_])(?=\S)(.+?)(?<=\S)\3(?![\w*])"
+)
 _HTML_TAG = re.compile(r"</?[a-zA-Z][^>\n]*>")
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 _BULLET = re.compile(r"^(\s*)(?:[-*+•]|\(?\d{1,3}[.)]|\(?[a-z][.)])\s+")
 _TABLE_RULE = re.compile(r"^\|?\s*:?-{2,}")
 _TERM = re.compile(r"^\*\*([^*\n]{1,80}?)\*\*\s*[:.\u2013\u2014-]?\s*(?=\S)")
-_COLON_TERM = re.compile(r"^([A-Z][\w'’ /&()-]{1,48}):\s+(?=\S)")
+_COLON_TERM = re.compile(r"^([A-Z][\w'\u2019 /&()-]{1,48}):\s+(?=\S)")
 _QUOTED_TERM = re.compile(r"^[\"“]([^\"”]{1,60})[\"”]\s+(?:means|refers to|is|includes)\b")
 # After these a full stop never ends a sentence.
 _ABBREVIATIONS = frozenset(
-    "e.g i.e mr mrs ms dr no nos vs cf viz st jr sr approx art sec fig p pp para "
-    "u.s u.k u.n e.u a.m p.m ph.d incl esp dept est min max ref vol ch cl".split()
+    (
+        *("e.g", "i.e", "mr", "mrs", "ms", "dr", "no", "nos", "vs", "cf", "viz", "st", "jr"),
+        *("sr", "approx", "art", "sec", "fig", "p", "pp", "para", "u.s", "u.k", "u.n", "e.u"),
+        *("a.m", "p.m", "ph.d", "incl", "esp", "dept", "est", "min", "max", "ref", "vol"),
+        *("ch", "cl"),
+    )
 )
-_SENTENCE_END = re.compile(r"[.!?]+[\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z0-9])")
+_SENTENCE_END = re.compile(r"[.!?]+[\"'\u201d\u2019)\]]*\s+(?=[\"'\u201c\u2018(\[]?[A-Z0-9])")
 _MIN_WORDS = 3
 # "Saturday ........ 9:00 a.m. to 1:00 p.m.": a key and its value set apart by dot leaders.
 _LEADER = re.compile(r"\s*\.{4,}\s*")
@@ -98,9 +104,7 @@ def split_sentences(text: str) -> list[str]:
     return [s.strip() for s in sentences if s.strip()]
 
 
-def segment(
-    text: str, *, headings: Sequence[str] = (), table_header: str = ""
-) -> list[AnswerUnit]:
+def segment(text: str, *, headings: Sequence[str] = (), table_header: str = "") -> list[AnswerUnit]:
     """Return the answer units of a section's Markdown-ish text, in order.
 
     Args:
@@ -165,14 +169,12 @@ def _blocks(text: str, headings: tuple[str, ...], table_header: str) -> Iterator
         elif _LEADER.search(stripped):
             yield [_leader_unit(stripped, scanner)]
             index += 1
-        elif stripped.startswith("|"):
-            index = _table(lines, index, scanner, out := [])
-            yield out
-        elif _BULLET.match(line):
-            index = _item(lines, index, scanner, out := [])
-            yield out
         else:
-            index = _paragraph(lines, index, scanner, out := [])
+            read = (
+                _table if stripped.startswith("|") else _item if _BULLET.match(line) else _paragraph
+            )
+            out: list[AnswerUnit] = []
+            index = read(lines, index, scanner, out)
             yield out
 
 
@@ -182,9 +184,8 @@ def _table(lines: list[str], index: int, scanner: _Scanner, out: list[AnswerUnit
     while index < len(lines) and lines[index].strip().startswith("|"):
         row = lines[index].strip()
         index += 1
-        if _TABLE_RULE.match(row.lstrip("|").strip()):
-            header.append(row)
-        elif not rows and len(header) == 0 and _next_is_rule(lines, index):
+        is_rule = bool(_TABLE_RULE.match(row.lstrip("|").strip()))
+        if is_rule or (not rows and not header and _next_is_rule(lines, index)):
             header.append(row)
         else:
             rows.append(row)
@@ -198,7 +199,7 @@ def _table(lines: list[str], index: int, scanner: _Scanner, out: list[AnswerUnit
 
 
 def _leader_unit(line: str, scanner: _Scanner) -> AnswerUnit:
-    key, value = (_LEADER.split(line, maxsplit=1) + [""])[:2]
+    key, value = [*_LEADER.split(line, maxsplit=1), ""][:2]
     text = f"{unlink(key).strip()}: {unlink(value).strip()}".strip(" :")
     return AnswerUnit(text, "item", scanner.headings, scanner.lead)
 
@@ -224,7 +225,9 @@ def _item(lines: list[str], index: int, scanner: _Scanner, out: list[AnswerUnit]
         if not stripped or _BULLET.match(line) or stripped.startswith(("|", "#")):
             break
         continued = len(line) - len(line.lstrip()) > indent
-        if not continued and (parts[-1].endswith((".", "!", "?", ":", ";")) or stripped[0].isupper()):
+        if not continued and (
+            parts[-1].endswith((".", "!", "?", ":", ";")) or stripped[0].isupper()
+        ):
             break
         parts.append(stripped)
         index += 1
