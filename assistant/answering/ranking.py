@@ -18,6 +18,7 @@ adds at most two more that score close to it and say something new.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import re
@@ -74,13 +75,13 @@ class Weights:
     """How much each signal counts; the defaults were tuned on the sample and dev sets."""
 
     meaning: float = 1.0
-    words: float = 0.5
+    words: float = 0.3
     place: float = 0.2
     structure: float = 0.1
     rank: float = 0.05
     section: float = 0.0
     # A further unit joins the answer when it scores within ``margin`` of the best.
-    margin: float = 0.12
+    margin: float = 0.2
     reach: float = 0.35
     max_words: int = 60
 
@@ -135,17 +136,18 @@ def rank_units(
     the word shares (the answer names them in a note instead).
     """
     wanted = focus_words(question, unknown_words)
-    idf = _rarity(wanted, candidates)
     asks_figure = bool(_ASKS_FIGURE.search(question))
-    scored = []
+    matches = []
     for candidate in candidates:
         unit = candidate.unit
-        own = content_words(_plain(unit))
-        around = content_words(" ".join((*unit.headings, unit.context)))
-        found = matched(wanted, own)
-        near = matched(wanted - found, around)
+        found = matched(wanted, content_words(_plain(unit)))
+        near = matched(wanted - found, content_words(" ".join((*unit.headings, unit.context))))
+        matches.append((found, near))
+    idf = _rarity(wanted, [found | near for found, near in matches])
+    scored = []
+    for candidate, (found, near) in zip(candidates, matches, strict=True):
         words, place = _share(found, idf), _share(near, idf)
-        figure = asks_figure and bool(_FIGURE.search(_plain(unit)))
+        figure = asks_figure and bool(_FIGURE.search(_plain(candidate.unit)))
         scored.append((candidate, words, place, figure, frozenset(found | near)))
     prior = sorted(
         scored,
@@ -208,13 +210,12 @@ def focus_words(question: str, unknown_words: Sequence[str] = ()) -> set[str]:
     return (words or content_words(question)) - content_words(" ".join(unknown_words))
 
 
-def _rarity(wanted: set[str], candidates: Sequence[Candidate]) -> dict[str, float]:
-    """Weight each question word by how few candidate units contain it."""
-    total = max(1, len(candidates))
+def _rarity(wanted: set[str], found: Sequence[set[str]]) -> dict[str, float]:
+    """Weight each question word by how few candidate units (with their headings) match it."""
+    total = max(1, len(found))
     counts = dict.fromkeys(wanted, 0)
-    for candidate in candidates:
-        unit = candidate.unit
-        for word in matched(wanted, content_words(f"{_plain(unit)} {' '.join(unit.headings)}")):
+    for words in found:
+        for word in words:
             counts[word] += 1
     return {w: math.log(1 + total / (1 + n)) for w, n in counts.items()}
 
@@ -237,6 +238,7 @@ def matched(wanted: set[str], found: set[str]) -> set[str]:
     return exact | {w for w in rest if any(_same_stem(w, f) for f in found)}
 
 
+@functools.lru_cache(maxsize=65536)
 def _same_stem(a: str, b: str) -> bool:
     short, long = sorted((a, b), key=len)
     if len(short) < _MIN_STEM:

@@ -4,7 +4,9 @@
 the first token) and returns an `AnswerRun`; iterating the run streams the
 answer from the chat model, or from the extractive offline mode when no model
 is configured. When retrieval finds no good match no model is called: a fixed
-message names the closest sections instead. Model output is neutralised
+message names the closest sections instead. Offline, the extractive draft is
+made at once and decides that itself (does any passage address the question?),
+with retrieval's verdict only raising its bar. Model output is neutralised
 (images, foreign links, HTML) before it leaves this module.
 """
 
@@ -225,8 +227,8 @@ class Assistant:
             rewrite.method,
         )
         prompt: Prompt | None = None
-        mode = "no good match"
         produce = _fixed_text(no_match_message(result.hits, reason=result.no_match_reason))
+        mode = "no good match"
         if result.hits and (self._model is None or not result.no_good_match):
             prompt = build_prompt(
                 question,
@@ -235,22 +237,10 @@ class Assistant:
                 budget=self._settings.retrieval.context_tokens,
                 tokenizer=self._tokenizer,
             )
-        if prompt is not None and self._model is None:
-            # Offline, the answer decides "not covered" from what it could quote.
-            draft = draft_extractive(
-                rewrite.query,
-                prompt.sources,
-                embedder=self._embedder,
-                unknown_words=result.unknown_words,
-                retrieval_matched=not result.no_good_match,
-            )
-            if draft.covered:
-                produce, mode = _drafted(draft), "extractive"
+            if self._model is None:
+                produce, mode, prompt = self._offline(rewrite.query, prompt, result)
             else:
-                reason = result.no_match_reason or draft.reason
-                produce, prompt = _fixed_text(no_match_message(result.hits, reason=reason)), None
-        elif prompt is not None:
-            produce, mode = self._producer(prompt), "model"
+                produce, mode = self._producer(prompt), "model"
         return AnswerRun(
             question=question,
             rewrite=rewrite,
@@ -262,6 +252,26 @@ class Assistant:
             started=started,
             retrieval_ms=retrieval_ms,
         )
+
+    def _offline(
+        self, query: str, prompt: Prompt, result: SearchResult
+    ) -> tuple[Callable[[], Iterator[str]], str, Prompt | None]:
+        """Draft the extractive answer now; it decides "not covered" from what it could quote.
+
+        Retrieval's verdict only raises the bar: a passage close enough to the
+        question is quoted even when retrieval doubted its hits.
+        """
+        draft = draft_extractive(
+            query,
+            prompt.sources,
+            embedder=self._embedder,
+            unknown_words=result.unknown_words,
+            retrieval_matched=not result.no_good_match,
+        )
+        if draft.covered:
+            return _drafted(draft), "extractive", prompt
+        reason = result.no_match_reason or draft.reason
+        return _fixed_text(no_match_message(result.hits, reason=reason)), "no good match", None
 
     def _producer(self, prompt: Prompt) -> Callable[[], Iterator[str]]:
         model = self._model
