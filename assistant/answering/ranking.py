@@ -64,10 +64,12 @@ _ASKING = frozenset(
     )
 )
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
-_MAX_CANDIDATES = 48
+# One embedding call per question: at most this many units, each cut to _EMBED_CHARS
+# (MiniLM's cost grows with both; 24 x 240 kept the dev and sample figures of 48 x 600).
+_MAX_CANDIDATES = 24
 _MIN_STEM = 4
 _MIN_SHARED = 6
-_EMBED_CHARS = 600
+_EMBED_CHARS = 240
 
 
 @dataclass(frozen=True, slots=True)
