@@ -257,6 +257,7 @@ def test_offline_answer_decides_not_covered_and_lists_the_closest_sections() -> 
     assert text.startswith("The policy documents do not appear to cover this question")
     assert "- Leave Policy: Leave Policy > Annual leave" in text
     assert "mode: no good match" in run.trace()
+    assert run.result.no_good_match  # the sources panel says "closest sections"
     assert run.answer().citations == ()
 
 
@@ -268,6 +269,7 @@ def test_offline_answer_overrules_a_doubtful_retrieval_when_a_passage_answers() 
     assert text.startswith(EXTRACTIVE_LABEL)
     assert "25 days of annual leave per calendar year. [1]" in text
     assert "mode: extractive" in run.trace()
+    assert not run.result.no_good_match
 
 
 def test_build_assistant_ranks_offline_passages_with_the_given_embedder() -> None:

@@ -16,6 +16,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 
 from assistant.answering.citations import check_answer
 from assistant.answering.extractive import Draft, draft_extractive, stream_extractive
@@ -238,7 +239,7 @@ class Assistant:
                 tokenizer=self._tokenizer,
             )
             if self._model is None:
-                produce, mode, prompt = self._offline(rewrite.query, prompt, result)
+                produce, mode, prompt, result = self._offline(rewrite.query, prompt, result)
             else:
                 produce, mode = self._producer(prompt), "model"
         return AnswerRun(
@@ -255,11 +256,13 @@ class Assistant:
 
     def _offline(
         self, query: str, prompt: Prompt, result: SearchResult
-    ) -> tuple[Callable[[], Iterator[str]], str, Prompt | None]:
+    ) -> tuple[Callable[[], Iterator[str]], str, Prompt | None, SearchResult]:
         """Draft the extractive answer now; it decides "not covered" from what it could quote.
 
         Retrieval's verdict only raises the bar: a passage close enough to the
-        question is quoted even when retrieval doubted its hits.
+        question is quoted even when retrieval doubted its hits. The returned
+        result carries the answer's verdict, so the sources panel and
+        ``no_good_match`` agree with the text.
         """
         draft = draft_extractive(
             query,
@@ -269,9 +272,12 @@ class Assistant:
             retrieval_matched=not result.no_good_match,
         )
         if draft.covered:
-            return _drafted(draft), "extractive", prompt
+            answered = replace(result, no_good_match=False, no_match_reason="")
+            return _drafted(draft), "extractive", prompt, answered
         reason = result.no_match_reason or draft.reason
-        return _fixed_text(no_match_message(result.hits, reason=reason)), "no good match", None
+        refused = replace(result, no_good_match=True, no_match_reason=reason)
+        text = no_match_message(result.hits, reason=reason)
+        return _fixed_text(text), "no good match", None, refused
 
     def _producer(self, prompt: Prompt) -> Callable[[], Iterator[str]]:
         model = self._model
