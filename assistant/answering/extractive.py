@@ -12,6 +12,7 @@ addresses the question's focus, the draft says so and the service answers
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -40,6 +41,8 @@ __all__ = [
     "relevant_unknown_words",
     "stream_extractive",
 ]
+
+logger = logging.getLogger(__name__)
 
 EXTRACTIVE_LABEL = "Extracted passages (no language model configured):"
 NOTHING_FOUND = (
@@ -174,6 +177,11 @@ def draft_extractive(
         strict=not retrieval_matched,
     )
     passages = tuple(_passage(r) for r in choose(ranked, weights=weights)) if covered else ()
+    logger.debug(
+        "offline draft: %s, best cosine %.2f",
+        "covered" if covered else f"not covered ({reason})",
+        ranked[0].cosine if ranked else 0.0,
+    )
     return Draft(passages, covered=covered, reason=reason, unknown_words=unknown)
 
 
@@ -254,7 +262,7 @@ def _candidates(sources: Sequence[Hit]) -> list[Candidate]:
             if unit.text in seen:
                 continue
             seen.add(unit.text)
-            out.append(Candidate(number, hit.rank, unit, hit.dense_score))
+            out.append(Candidate(number, hit.rank, unit))
     return out
 
 

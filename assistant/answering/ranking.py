@@ -81,7 +81,6 @@ class Weights:
     place: float = 0.2
     structure: float = 0.1
     rank: float = 0.05
-    section: float = 0.0
     # A further unit joins the answer when it scores within ``margin`` of the best.
     margin: float = 0.2
     reach: float = 0.35
@@ -93,15 +92,11 @@ DEFAULT_WEIGHTS = Weights()
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
-    """A unit of source ``number`` (1-based), from the hit at ``rank``.
-
-    ``closeness`` is the hit's own cosine to the question (0 when unknown).
-    """
+    """A unit of source ``number`` (1-based), from the hit at ``rank``."""
 
     number: int
     rank: int
     unit: AnswerUnit
-    closeness: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +151,7 @@ def rank_units(
         key=lambda s: -(weights.words * s[1] + weights.place * s[2] + weights.rank / s[0].rank),
     )[:_MAX_CANDIDATES]
     cosines = _cosines(question, [s[0] for s in prior], embedder)
+    logger.debug("ranked %d of %d units (%d embedded)", len(prior), len(candidates), len(cosines))
     ranked = [
         Ranked(
             candidate,
@@ -163,8 +159,7 @@ def rank_units(
             + weights.words * words
             + weights.place * place
             + weights.structure * figure
-            + weights.rank / candidate.rank
-            + weights.section * candidate.closeness,
+            + weights.rank / candidate.rank,
             cosine,
             words,
             place,
