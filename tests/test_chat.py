@@ -16,6 +16,7 @@ from assistant.config import LLMSettings, Settings
 from assistant.protocols import AnswerStream, ChatService
 from assistant.tokens import get_tokenizer
 from assistant.types import MAX_TURN_CHARS, MAX_TURNS, Hit, SearchFilters, SearchResult, Turn
+from tests.conftest import FakeEmbedder
 from tests.hit_factory import make_hit
 from tests.openai_server import FakeOpenAIServer, Reply
 
@@ -249,3 +250,33 @@ def test_build_assistant_picks_mode(server: FakeOpenAIServer) -> None:
     run = build_assistant(settings, searcher=FakeSearcher()).ask("Annual leave days?")
     assert "".join(run) == "From the model [1]."
     assert len(server.requests) == 1
+
+
+def test_offline_answer_decides_not_covered_and_lists_the_closest_sections() -> None:
+    searcher = FakeSearcher()  # retrieval calls it a match
+    run = offline(searcher).ask("What is on the canteen menu on Fridays?")
+    text = "".join(run)
+    assert text.startswith("The policy documents do not appear to cover this question")
+    assert "- Leave Policy: Leave Policy > Annual leave" in text
+    assert "mode: no good match" in run.trace()
+    assert run.result.no_good_match  # the sources panel says "closest sections"
+    assert run.answer().citations == ()
+
+
+def test_offline_answer_overrules_a_doubtful_retrieval_when_a_passage_answers() -> None:
+    run = offline(FakeSearcher(no_good_match=True)).ask(
+        "How many days of annual leave do full-time members get?"
+    )
+    text = "".join(run)
+    assert text.startswith(EXTRACTIVE_LABEL)
+    assert "25 days of annual leave per calendar year. [1]" in text
+    assert "mode: extractive" in run.trace()
+    assert not run.result.no_good_match
+
+
+def test_build_assistant_ranks_offline_passages_with_the_given_embedder() -> None:
+    embedder = FakeEmbedder()
+    service = build_assistant(Settings(), searcher=FakeSearcher(), embedder=embedder)
+    text = "".join(service.ask("How many days of annual leave do full-time members get?"))
+    assert "25 days of annual leave" in text
+    assert embedder.embedded > 0

@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import re
+import zlib
+from collections.abc import Sequence
+from typing import ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
 from assistant.answering.citations import check_answer
 from assistant.answering.extractive import (
     EXTRACTIVE_LABEL,
     NOTHING_FOUND,
+    draft_extractive,
     extract_passages,
+    relevant_unknown_words,
     stream_extractive,
 )
+from assistant.words import STOPWORDS
 from tests.hit_factory import make_hit
 
 LEAVE = make_hit(
@@ -62,10 +73,117 @@ def test_extractive_answers_pass_the_citation_check() -> None:
     assert answer.unsupported_sentences == ()
 
 
-def test_at_most_four_passages_in_source_order() -> None:
+def test_at_most_three_passages_best_first_and_no_near_duplicates() -> None:
+    # The old answer quoted four passages in source order, repeats included.
     body = " ".join(f"Rule {i} says annual leave is granted." for i in range(10))
-    passages = extract_passages("annual leave", (make_hit(1, body), make_hit(2, body)))
-    assert len(passages) == 4
-    assert [(p.number, p.position) for p in passages] == sorted(
-        (p.number, p.position) for p in passages
+    other = make_hit(
+        2, "Annual leave requests go to the line manager. Annual leave is unpaid on probation."
     )
+    passages = extract_passages("annual leave", (make_hit(1, body), other))
+    assert 1 <= len(passages) <= 3
+    assert [p.score for p in passages] == sorted((p.score for p in passages), reverse=True)
+    assert sum(p.text.startswith("Rule ") for p in passages) == 1
+
+
+HANDBOOK = make_hit(
+    1,
+    "## Vacation\n\nAcme offers [20 days of vacation](https://acme.example/vacation) per "
+    "year, plus [11 local holidays](https://acme.example/holidays). Vacation requests go "
+    "through the HR portal. Managers approve requests within a week.",
+    title="Employee Handbook",
+    heading_path=("Employee Handbook", "Time Off"),
+)
+BENEFITS = make_hit(
+    2,
+    "## Home office\n\nEveryone gets a one-time stipend of $3,000 to set up a home office.\n\n"
+    "## Retirement\n\nThe company matches 100% of your 401(k) contributions up to 6% of salary.",
+    title="Benefits",
+    heading_path=("Benefits",),
+)
+MOONLIGHTING = make_hit(
+    3,
+    "## Moonlighting\n\nEmployees may take on outside employment as long as it does not "
+    "compete with the company. Tell your manager before you start.",
+    title="Code of Conduct",
+    heading_path=("Code of Conduct", "Conflicts of Interest"),
+)
+
+
+class ConceptEmbedder:
+    """Embeds by concepts, so a paraphrase ("freelance work") meets the text ("moonlighting")."""
+
+    identity = "fake:concepts"
+    dimension = 1024
+    max_input_tokens = 256
+    CONCEPTS: ClassVar[dict[str, int]] = {
+        "freelance": 1,
+        "side": 1,
+        "moonlighting": 1,
+        "outside": 1,
+        "employment": 1,
+    }
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        return [len(t.split()) for t in texts]
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        self.calls += 1
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        out[:, 0] = 1e-3
+        for row, text in enumerate(texts):
+            for word in re.findall(r"[a-z]+", text.lower()):
+                if word not in STOPWORDS:
+                    out[row, self.CONCEPTS.get(word, 2 + zlib.crc32(word.encode()) % 1022)] += 1.0
+        normalised: npt.NDArray[np.float32] = out / np.linalg.norm(out, axis=1, keepdims=True)
+        return normalised
+
+
+def test_a_sentence_with_markdown_links_is_quoted_by_its_link_text() -> None:
+    text = "".join(stream_extractive("How many vacation days do I get a year?", (HANDBOOK,)))
+    lead = text.split("\n\n")[1]
+    assert lead == "> Acme offers 20 days of vacation per year, plus 11 local holidays. [1]"
+    assert "https://" not in text
+
+
+def test_amount_questions_are_answered_not_refused() -> None:
+    # Both got "No passage of the retrieved sections matches the question's words".
+    sources = (BENEFITS, HANDBOOK)
+    office = "".join(stream_extractive("How much can I spend setting up my home office?", sources))
+    assert "> Everyone gets a one-time stipend of $3,000 to set up a home office. [1]" in office
+    match = "".join(stream_extractive("Does the company match my 401k?", sources))
+    assert match.split("\n\n")[1].startswith("> The company matches 100% of your 401(k)")
+    assert NOTHING_FOUND not in office + match
+
+
+def test_meaning_ranks_a_paraphrase_first_with_one_embedding_call() -> None:
+    embedder = ConceptEmbedder()
+    question = "Am I allowed to do freelance work on the side?"
+    draft = draft_extractive(question, (HANDBOOK, MOONLIGHTING), embedder=embedder)
+    assert draft.covered
+    assert draft.passages[0].text.startswith("Employees may take on outside employment")
+    assert draft.passages[0].number == 2
+    assert embedder.calls == 1
+
+
+def test_unrelated_passages_are_not_presented_as_an_answer() -> None:
+    draft = draft_extractive(
+        "What is on the canteen menu on Fridays?", (HANDBOOK, BENEFITS), embedder=ConceptEmbedder()
+    )
+    assert not draft.covered
+    assert draft.passages == ()
+
+
+def test_only_unknown_words_that_matter_are_named() -> None:
+    lay_off = make_hit(1, "Staff who are made redundant in a lay off receive 4 weeks of pay.")
+    words = relevant_unknown_words(("laid", "the", "severance"), (lay_off,))
+    assert words == ("severance",)
+    text = "".join(
+        stream_extractive(
+            "How much pay do I get if I am laid off?", (lay_off,), unknown_words=("laid",)
+        )
+    )
+    assert "never use" not in text
+    assert "> Staff who are made redundant in a lay off receive 4 weeks of pay. [1]" in text

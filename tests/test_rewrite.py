@@ -82,3 +82,40 @@ def test_model_failure_falls_back_to_heuristic() -> None:
     rewrite = QueryRewriter(completer=completer).rewrite("And under 6 months?", HISTORY)
     assert rewrite.method == "heuristic"
     assert "annual" in rewrite.query
+
+
+def test_every_follow_up_opening_is_dropped() -> None:
+    history = (Turn("user", "How much can I borrow as an emergency loan?"),)
+    query = QueryRewriter().rewrite("and what about for members under 6 months?", history).query
+    assert query == "much borrow emergency loan for members under 6 months"
+
+
+@pytest.mark.parametrize(
+    ("previous", "follow_up", "expected"),
+    [
+        (
+            "How many days of annual leave do full-time staff get?",
+            "and for part-time staff?",
+            "many days annual leave get for part-time staff",
+        ),
+        (
+            "What is the interest rate on a development loan?",
+            "what about emergency loans?",
+            "interest rate emergency loans",
+        ),
+    ],
+)
+def test_fragment_keeps_the_previous_topic(previous: str, follow_up: str, expected: str) -> None:
+    assert QueryRewriter().rewrite(follow_up, (Turn("user", previous),)).query == expected
+
+
+def test_a_chain_of_fragments_keeps_the_first_topic() -> None:
+    # Each fragment used to be combined with the fragment before it only.
+    history = (
+        Turn("user", "What is the emergency loan interest rate?"),
+        Turn("assistant", "12% per annum [1]."),
+        Turn("user", "and for development loans?"),
+        Turn("assistant", "14% per annum [1]."),
+    )
+    query = QueryRewriter().rewrite("what about for members under 6 months?", history).query
+    assert query == "interest rate development loans for members under 6 months"

@@ -1,37 +1,104 @@
-"""The offline answer mode: quote the retrieved sentences that best match the question.
+"""The offline answer mode: quote the units of the sources that best answer the question.
 
-With no language model configured, the assistant still answers: it scores
-every sentence (and every table row, kept whole with its header) of the
-numbered sources by the question's content words it shares, plus a small
-bonus for the source's rank, and quotes the best few, each cited as ``[n]``.
+With no language model configured, the assistant still answers. The numbered
+sources are cut into answer units (sentences, list items, table rows with
+their header, definitions with their term; `assistant.answering.units`),
+ranked by meaning, words, headings and structure
+(`assistant.answering.ranking`), and the best unit is quoted first, followed
+by at most two more that add something, each cited as ``[n]``. When no unit
+addresses the question's focus, the draft says so and the service answers
+"not covered" instead of quoting passages that do not answer.
 """
 
 from __future__ import annotations
 
-import math
+import logging
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from assistant.answering.citations import defuse_markers
+from assistant.answering.ranking import (
+    DEFAULT_WEIGHTS,
+    Candidate,
+    Ranked,
+    Weights,
+    choose,
+    focus_words,
+    rank_units,
+)
+from assistant.answering.units import segment
+from assistant.protocols import Embedder
 from assistant.types import Hit
-from assistant.words import content_words, quoted_list
+from assistant.words import STOPWORDS, content_words, quoted_list
 
-__all__ = ["EXTRACTIVE_LABEL", "NOTHING_FOUND", "Passage", "extract_passages", "stream_extractive"]
+__all__ = [
+    "EXTRACTIVE_LABEL",
+    "NOTHING_FOUND",
+    "Draft",
+    "Passage",
+    "draft_extractive",
+    "extract_passages",
+    "relevant_unknown_words",
+    "stream_extractive",
+]
+
+logger = logging.getLogger(__name__)
 
 EXTRACTIVE_LABEL = "Extracted passages (no language model configured):"
 NOTHING_FOUND = (
     "No passage of the retrieved sections matches the question's words; see the sources below."
 )
-_SENTENCE = re.compile(r"[^.!?]+(?:[.!?]+(?=\s|$)|$)")
-_TABLE_RULE = re.compile(r"^\|?\s*:?-{2,}")
 _DELTA = re.compile(r"\S+\s*|\s+")
-_RANK_BONUS = 0.5
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+# Irregular forms whose stem shares too little with the word the documents use.
+_IRREGULAR = {
+    "laid": "lay",
+    "paid": "pay",
+    "left": "leave",
+    "took": "take",
+    "taken": "take",
+    "gave": "give",
+    "given": "give",
+    "got": "get",
+    "gotten": "get",
+    "went": "go",
+    "gone": "go",
+    "made": "make",
+    "sent": "send",
+    "spent": "spend",
+    "held": "hold",
+    "kept": "keep",
+    "told": "tell",
+    "sold": "sell",
+    "bought": "buy",
+    "brought": "bring",
+    "chose": "choose",
+    "chosen": "choose",
+    "wrote": "write",
+    "written": "write",
+    "fell": "fall",
+    "met": "meet",
+    "lent": "lend",
+    "owed": "owe",
+    "children": "child",
+    "men": "man",
+    "women": "woman",
+    "people": "person",
+}
+_MIN_STEM = 4
+# "Not covered" when the best unit is neither this close in meaning nor covers
+# this share of the question's focus words (tuned on the sample and dev sets).
+_COSINE_FLOOR = 0.5
+_COSINE_WITH_WORDS = 0.2
+_WORDS_FLOOR = 0.3
+_STRICT_EXTRA = 0.15
+_JOINT_UNITS = 3
 
 
 @dataclass(frozen=True, slots=True)
 class Passage:
-    """One quoted sentence or table row and the source number it comes from."""
+    """One quoted unit and the source number it comes from."""
 
     number: int
     text: str
@@ -40,87 +107,207 @@ class Passage:
     is_table: bool = False
 
 
-def extract_passages(
-    question: str, sources: Sequence[Hit], *, max_passages: int = 4
-) -> list[Passage]:
-    """Return the best passages of ``sources`` for ``question``, in source order.
+@dataclass(frozen=True, slots=True)
+class Draft:
+    """The offline answer before it is streamed.
+
+    ``passages`` are best first; ``covered`` is false when no unit of the
+    sources addresses the question, and then ``reason`` says why in words a
+    user reads.
+    """
+
+    passages: tuple[Passage, ...]
+    covered: bool
+    reason: str = ""
+    unknown_words: tuple[str, ...] = ()
+
+    @property
+    def text(self) -> str:
+        """Return the answer as shown: label, optional note, then the quoted passages."""
+        parts = [EXTRACTIVE_LABEL]
+        if self.unknown_words:
+            plural = "s" if len(self.unknown_words) > 1 else ""
+            parts.append(
+                f"Note: the policy documents never use the word{plural} "
+                f"{quoted_list(self.unknown_words[:3])}, so these passages may not answer "
+                "the question."
+            )
+        if not self.covered:
+            return "\n\n".join([EXTRACTIVE_LABEL, NOTHING_FOUND])
+        for passage in self.passages:
+            # The document's own "[2]" must not read, or count, as a citation of source 2.
+            text = defuse_markers(passage.text)
+            if passage.is_table:
+                parts.append(f"From [{passage.number}]:\n\n{text}")
+            else:
+                parts.append(f"> {text} [{passage.number}]")
+        if not self.passages:
+            parts.append(NOTHING_FOUND)
+        return "\n\n".join(parts)
+
+
+def draft_extractive(
+    question: str,
+    sources: Sequence[Hit],
+    *,
+    embedder: Embedder | None = None,
+    unknown_words: Sequence[str] = (),
+    retrieval_matched: bool = True,
+    weights: Weights = DEFAULT_WEIGHTS,
+) -> Draft:
+    """Rank the units of ``sources`` for ``question`` and decide whether they answer it.
 
     Args:
         question: The (standalone) question.
         sources: Numbered sources; ``sources[0]`` is ``[1]``.
-        max_passages: How many passages to quote at most.
-
-    Returns:
-        Passages sharing at least two of the question's content words (one if
-        it has only one), best
-        ``max_passages`` by score, ordered by source number and position.
+        embedder: Embeds the question and the candidate units (one call); without
+            it units are ranked by words, headings and structure only.
+        unknown_words: Question words no indexed chunk contains (from retrieval);
+            only those that matter are named in the answer's note.
+        retrieval_matched: Whether retrieval judged its best hits a good match;
+            when it did not, a unit must be closer to the question to answer it.
+        weights: The ranking's weights.
     """
-    wanted = content_words(question)
-    # One shared word is too weak when the question has several ("menu" alone).
-    needed = min(2, len(wanted))
-    candidates: list[Passage] = []
-    for number, hit in enumerate(sources, start=1):
-        units = _units(hit.section_text or hit.chunk.body)
-        for position, (text, scored, is_table) in enumerate(units):
-            shared = len(content_words(scored) & wanted)
-            context = len(content_words(text) & wanted) - shared  # a row's table header
-            if shared and shared + context >= needed:
-                score = (shared + context / 2) / math.sqrt(len(wanted)) + _RANK_BONUS / hit.rank
-                candidates.append(Passage(number, text, score, position, is_table))
-    best = sorted(candidates, key=lambda p: -p.score)[:max_passages]
-    return sorted(best, key=lambda p: (p.number, p.position))
+    unknown = relevant_unknown_words(unknown_words, sources)
+    ranked = rank_units(
+        question, _candidates(sources), embedder=embedder, unknown_words=unknown, weights=weights
+    )
+    covered, reason = _verdict(
+        ranked,
+        focus_words(question, unknown),
+        unknown,
+        with_meaning=embedder is not None,
+        strict=not retrieval_matched,
+    )
+    passages = tuple(_passage(r) for r in choose(ranked, weights=weights)) if covered else ()
+    logger.debug(
+        "offline draft: %s, best cosine %.2f",
+        "covered" if covered else f"not covered ({reason})",
+        ranked[0].cosine if ranked else 0.0,
+    )
+    return Draft(passages, covered=covered, reason=reason, unknown_words=unknown)
+
+
+def extract_passages(
+    question: str,
+    sources: Sequence[Hit],
+    *,
+    max_passages: int = 3,
+    embedder: Embedder | None = None,
+) -> list[Passage]:
+    """Return the passages the offline answer quotes for ``question``, best first."""
+    draft = draft_extractive(question, sources, embedder=embedder)
+    return list(draft.passages[:max_passages])
 
 
 def stream_extractive(
-    question: str, sources: Sequence[Hit], *, unknown_words: Sequence[str] = ()
+    question: str,
+    sources: Sequence[Hit],
+    *,
+    unknown_words: Sequence[str] = (),
+    embedder: Embedder | None = None,
+    draft: Draft | None = None,
 ) -> Iterator[str]:
     """Yield the extractive answer in small deltas, each passage followed by ``[n]``.
 
     Args:
         question: The (standalone) question.
         sources: Numbered sources; ``sources[0]`` is ``[1]``.
-        unknown_words: Question words no indexed chunk contains; named in a note,
-            since the passages cannot be about them.
+        unknown_words: Question words no indexed chunk contains; those that
+            matter are named in a note, since the passages cannot be about them.
+        embedder: Embeds the question and candidate units for ranking.
+        draft: An answer already drafted for the same question and sources.
     """
-    passages = extract_passages(question, sources)
-    parts = [EXTRACTIVE_LABEL]
-    if unknown_words:
-        plural = "s" if len(unknown_words) > 1 else ""
-        parts.append(
-            f"Note: the policy documents never use the word{plural} "
-            f"{quoted_list(unknown_words[:3])}, so these passages may not answer the question."
+    if draft is None:
+        draft = draft_extractive(question, sources, embedder=embedder, unknown_words=unknown_words)
+    yield from _DELTA.findall(draft.text)
+
+
+def relevant_unknown_words(words: Sequence[str], sources: Sequence[Hit]) -> tuple[str, ...]:
+    """Return the words worth a warning: not function words, not inflections the sources use.
+
+    "laid" (from "laid off") is dropped when the sources say "lay off" or
+    "layoff"; "the" or "how" never reach a user's eyes.
+    """
+    if not words:
+        return ()
+    vocabulary = {w.lower() for hit in sources for w in _WORD.findall(_source_text(hit))}
+    stems = content_words(" ".join(vocabulary))
+    kept = []
+    for word in words:
+        lower = word.lower()
+        if lower in STOPWORDS or not content_words(lower):
+            continue
+        if _inflection_of(lower, vocabulary, stems):
+            continue
+        kept.append(word)
+    return tuple(kept)
+
+
+def _inflection_of(word: str, vocabulary: set[str], stems: set[str]) -> bool:
+    base = _IRREGULAR.get(word)
+    if base is not None and any(v.startswith(base) for v in vocabulary):
+        return True
+    if content_words(word) & stems:
+        return True
+    root = word[: max(_MIN_STEM, len(word) - 3)]
+    return len(root) >= _MIN_STEM and any(v.startswith(root) for v in vocabulary)
+
+
+def _candidates(sources: Sequence[Hit]) -> list[Candidate]:
+    seen: set[str] = set()
+    out: list[Candidate] = []
+    for number, hit in enumerate(sources, start=1):
+        units = segment(
+            _source_text(hit), headings=hit.chunk.heading_path, table_header=hit.chunk.prefix
         )
-    for passage in passages:
-        # The document's own "[2]" must not read, or count, as a citation of source 2.
-        text = defuse_markers(passage.text)
-        if passage.is_table:
-            parts.append(f"From [{passage.number}]:\n\n{text}")
-        else:
-            parts.append(f"> {text} [{passage.number}]")
-    if not passages:
-        parts.append(NOTHING_FOUND)
-    yield from _DELTA.findall("\n\n".join(parts))
-
-
-def _units(text: str) -> Iterator[tuple[str, str, bool]]:
-    """Yield (shown text, scored text, is a table row) for each sentence and table row.
-
-    A table row is shown with the table's header so it reads on its own, but
-    only the row's own words count, so rows are told apart.
-    """
-    header: list[str] = []
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped.startswith("|"):
-            if _TABLE_RULE.match(stripped.lstrip("|").strip()) or not header:
-                header.append(stripped)
+        for unit in units:
+            if unit.text in seen:
                 continue
-            yield "\n".join([*header[:2], stripped]), stripped, True
-            continue
-        header = []
-        if not stripped or stripped.startswith("#"):
-            continue
-        body = re.sub(r"^(?:[-*+]|\d+[.)])\s+", "", stripped)
-        for sentence in _SENTENCE.findall(body):
-            if len(sentence.split()) >= 3:
-                yield sentence.strip(), sentence, False
+            seen.add(unit.text)
+            out.append(Candidate(number, hit.rank, unit))
+    return out
+
+
+def _source_text(hit: Hit) -> str:
+    return hit.section_text or hit.chunk.body
+
+
+def _passage(ranked: Ranked) -> Passage:
+    c = ranked.candidate
+    return Passage(c.number, c.unit.text, ranked.score, c.unit.position, c.unit.is_table)
+
+
+def _verdict(
+    ranked: Sequence[Ranked],
+    focus: set[str],
+    unknown: Sequence[str],
+    *,
+    with_meaning: bool,
+    strict: bool,
+) -> tuple[bool, str]:
+    """Decide whether the best units address the question's focus.
+
+    The focus counts as covered by the best few units together (a two-part
+    question is answered by two units); with an embedder the best unit's
+    cosine can vouch for a paraphrase that shares no words.
+    """
+    if not ranked:
+        return False, "the closest sections have no passage to quote"
+    top = ranked[:_JOINT_UNITS]
+    found = set().union(*(r.found for r in top))
+    share = len(found) / len(focus) if focus else 1.0
+    extra = _STRICT_EXTRA if strict else 0.0
+    if with_meaning:
+        cosine = ranked[0].cosine
+        answers = cosine >= _COSINE_FLOOR + extra or (
+            cosine >= _COSINE_WITH_WORDS + extra and share >= _WORDS_FLOOR
+        )
+    else:
+        answers = share >= _WORDS_FLOOR + extra
+    if answers:
+        return True, ""
+    missing = list(unknown)[:3]
+    if missing:
+        return False, f"no passage of the closest sections is about {quoted_list(missing)}"
+    return False, "no passage of the closest sections addresses the question"

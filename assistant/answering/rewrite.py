@@ -5,7 +5,10 @@ question looks like a follow-up (it starts with "and"/"what about", leans on
 a pronoun, or is very short) and there is an earlier user turn, it is
 rewritten: by a short non-streamed completion when a model is configured,
 otherwise by combining the previous question's content words with the
-follow-up. Self-contained questions pass through unchanged.
+follow-up. The previous question is itself resolved first, so a chain of
+fragments ("and for development loans?", then "what about for members under
+6 months?") keeps the topic of the last self-contained question.
+Self-contained questions pass through unchanged.
 """
 
 from __future__ import annotations
@@ -104,8 +107,21 @@ class QueryRewriter:
 
 
 def _heuristic(question: str, history: Sequence[Turn]) -> str:
-    previous = next(turn.text for turn in reversed(history) if turn.role == "user")
-    core = _FOLLOW_UP_START.sub("", question).strip(" ,?!.")
+    return _combine(question, _topic(history))
+
+
+def _topic(history: Sequence[Turn]) -> str:
+    """Return the previous user question, itself made standalone against the ones before."""
+    asked = [turn.text for turn in history if turn.role == "user"]
+    topic = asked[0]
+    for index, text in enumerate(asked[1:], start=1):
+        earlier = [Turn("user", t) for t in asked[:index]]
+        topic = _combine(text, topic) if needs_rewrite(text, earlier) else text
+    return topic
+
+
+def _combine(question: str, previous: str) -> str:
+    core = _strip_opening(question)
     replaced = content_words(core)
     context: list[str] = []
     last_kept = -2
@@ -119,6 +135,16 @@ def _heuristic(question: str, history: Sequence[Turn]) -> str:
         context.append(word)
         last_kept = index
     return " ".join([*context, core]).strip()
+
+
+def _strip_opening(question: str) -> str:
+    """Remove every follow-up opening: "and what about for X?" -> "for X"."""
+    core = question.strip(" ,?!.")
+    while True:
+        shorter = _FOLLOW_UP_START.sub("", core, count=1).strip(" ,?!.")
+        if shorter == core or not shorter:
+            return core
+        core = shorter
 
 
 def _keywords(text: str) -> list[str]:

@@ -4,7 +4,9 @@
 the first token) and returns an `AnswerRun`; iterating the run streams the
 answer from the chat model, or from the extractive offline mode when no model
 is configured. When retrieval finds no good match no model is called: a fixed
-message names the closest sections instead. Model output is neutralised
+message names the closest sections instead. Offline, the extractive draft is
+made at once and decides that itself (does any passage address the question?),
+with retrieval's verdict only raising its bar. Model output is neutralised
 (images, foreign links, HTML) before it leaves this module.
 """
 
@@ -17,14 +19,14 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 
 from assistant.answering.citations import check_answer
-from assistant.answering.extractive import stream_extractive
+from assistant.answering.extractive import Draft, draft_extractive, stream_extractive
 from assistant.answering.llm import OpenAIChat
 from assistant.answering.prompt import Prompt, build_prompt
 from assistant.answering.rewrite import Completer, QueryRewriter, Rewrite
 from assistant.answering.safety import SafeStream
 from assistant.config import Settings
 from assistant.errors import LLMError
-from assistant.protocols import ChatModel, Searcher
+from assistant.protocols import ChatModel, Embedder, Searcher
 from assistant.tokens import Tokenizer, get_tokenizer
 from assistant.types import (
     MAX_TURN_CHARS,
@@ -199,6 +201,9 @@ class Assistant:
         tokenizer: Counts prompt tokens.
         rewriter: Rewrites follow-ups; by default uses ``model`` when it can
             complete, else the offline heuristic.
+        embedder: Embeds the question and the candidate passages of the offline
+            mode (the one the index was built with); without it offline answers
+            are ranked by words and headings only.
     """
 
     def __init__(
@@ -209,8 +214,10 @@ class Assistant:
         settings: Settings,
         tokenizer: Tokenizer,
         rewriter: QueryRewriter | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
         self._searcher = searcher
+        self._embedder = embedder
         self._model = model
         self._settings = settings
         self._tokenizer = tokenizer
@@ -243,11 +250,10 @@ class Assistant:
             result.no_good_match,
             rewrite.method,
         )
-        if result.no_good_match or not result.hits:
-            prompt = None
-            produce = _fixed_text(no_match_message(result.hits, reason=result.no_match_reason))
-            mode = "no good match"
-        else:
+        prompt: Prompt | None = None
+        produce = _fixed_text(no_match_message(result.hits, reason=result.no_match_reason))
+        mode = "no good match"
+        if result.hits and (self._model is None or not result.no_good_match):
             prompt = build_prompt(
                 question,
                 result.hits,
@@ -255,8 +261,10 @@ class Assistant:
                 budget=self._settings.retrieval.context_tokens,
                 tokenizer=self._tokenizer,
             )
-            produce = self._producer(rewrite.query, prompt, unknown=result.unknown_words)
-            mode = "extractive" if self._model is None else "model"
+            if self._model is None:
+                produce, mode, prompt, result = self._offline(rewrite.query, prompt, result)
+            else:
+                produce, mode = self._producer(prompt), "model"
         return AnswerRun(
             question=question,
             rewrite=rewrite,
@@ -270,17 +278,48 @@ class Assistant:
             grounded_only=self._settings.llm.grounded_only,
         )
 
-    def _producer(
-        self, query: str, prompt: Prompt, *, unknown: tuple[str, ...]
-    ) -> Callable[[], Iterator[str]]:
+    def _offline(
+        self, query: str, prompt: Prompt, result: SearchResult
+    ) -> tuple[Callable[[], Iterator[str]], str, Prompt | None, SearchResult]:
+        """Draft the extractive answer now; it decides "not covered" from what it could quote.
+
+        Retrieval's verdict only raises the bar: a passage close enough to the
+        question is quoted even when retrieval doubted its hits. The returned
+        result carries the answer's verdict, so the sources panel and
+        ``no_good_match`` agree with the text.
+        """
+        draft = draft_extractive(
+            query,
+            prompt.sources,
+            embedder=self._embedder,
+            unknown_words=result.unknown_words,
+            retrieval_matched=not result.no_good_match,
+        )
+        if draft.covered:
+            answered = replace(result, no_good_match=False, no_match_reason="")
+            return _drafted(draft), "extractive", prompt, answered
+        reason = result.no_match_reason or draft.reason
+        refused = replace(result, no_good_match=True, no_match_reason=reason)
+        text = no_match_message(result.hits, reason=reason)
+        return _fixed_text(text), "no good match", None, refused
+
+    def _producer(self, prompt: Prompt) -> Callable[[], Iterator[str]]:
         model = self._model
-        if model is None:
-            return lambda: stream_extractive(query, prompt.sources, unknown_words=unknown)
+        assert model is not None
         return lambda: model.stream(prompt.as_dicts())
 
 
-def build_assistant(settings: Settings, *, searcher: Searcher) -> Assistant:
-    """Return an assistant using the configured chat model, or the offline mode."""
+def build_assistant(
+    settings: Settings, *, searcher: Searcher, embedder: Embedder | None = None
+) -> Assistant:
+    """Return an assistant using the configured chat model, or the offline mode.
+
+    Args:
+        settings: All settings (model, prompt budget, UI host).
+        searcher: Finds the hits for a query.
+        embedder: The embedding model the index was built with; the offline mode
+            ranks passages by their meaning with it.
+    """
     model = OpenAIChat(settings.llm) if settings.llm.enabled else None
     logger.info("answer mode: %s", "model " + settings.llm.model if model else "extractive")
     return Assistant(
@@ -288,6 +327,7 @@ def build_assistant(settings: Settings, *, searcher: Searcher) -> Assistant:
         model=model,
         settings=settings,
         tokenizer=get_tokenizer(settings.chunking.encoding),
+        embedder=embedder,
     )
 
 
@@ -338,6 +378,10 @@ def no_match_message(hits: Sequence[Hit], *, reason: str = "") -> str:
     intro = f"{NO_MATCH_OPENING}{why}, so I will not guess. The closest sections I found are:"
     lines = [f"- {hit.title}: {hit.chunk.breadcrumb}" for hit in hits[:5]]
     return "\n".join([intro, "", *lines, "", NO_MATCH_OUTRO])
+
+
+def _drafted(draft: Draft) -> Callable[[], Iterator[str]]:
+    return lambda: stream_extractive("", (), draft=draft)
 
 
 def _fixed_text(text: str) -> Callable[[], Iterator[str]]:

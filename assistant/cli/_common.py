@@ -8,10 +8,13 @@ import sys
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from assistant.config import Settings
 from assistant.errors import AssistantError, ConfigError, IndexBusyError
+
+if TYPE_CHECKING:
+    from assistant.protocols import Embedder, Searcher
 
 __all__ = [
     "EXIT_BUSY",
@@ -19,6 +22,7 @@ __all__ = [
     "EXIT_OK",
     "EXIT_USAGE",
     "configure_logging",
+    "index_embedder",
     "lenient_stdin",
     "printable",
     "report_error",
@@ -104,3 +108,10 @@ def report_error(exc: AssistantError, err: TextIO) -> int:
     if isinstance(exc, IndexBusyError):
         return EXIT_BUSY
     return EXIT_FAILED
+
+
+def index_embedder(searcher: Searcher) -> Embedder | None:
+    """Return the embedding model behind a `Retriever` (the offline answerer ranks with it)."""
+    from assistant.retrieval.retriever import Retriever
+
+    return searcher.embedder if isinstance(searcher, Retriever) else None

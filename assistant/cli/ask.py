@@ -27,7 +27,7 @@ import logging
 from typing import TextIO
 
 from assistant.answering.service import AnswerRun, Assistant, build_assistant, finish
-from assistant.cli._common import EXIT_OK
+from assistant.cli._common import EXIT_OK, index_embedder
 from assistant.config import Settings
 from assistant.errors import AssistantError, ConfigError
 from assistant.protocols import Searcher
@@ -52,7 +52,7 @@ def run_ask(
         ConfigError: No question and no ``--json``.
         AssistantError: Answering the one question given failed (for example, no index).
     """
-    service = build_assistant(settings, searcher=searcher)
+    service = build_assistant(settings, searcher=searcher, embedder=index_embedder(searcher))
     filters = SearchFilters(sources=tuple(args.source), tags=tuple(args.tag))
     k = settings.retrieval.top_k
     if not args.json:

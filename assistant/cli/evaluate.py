@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
-from assistant.cli._common import printable
+from assistant.cli._common import index_embedder, printable
 from assistant.config import ChunkingSettings, Settings
 from assistant.errors import ConfigError
 from assistant.protocols import Embedder, Searcher
@@ -142,7 +142,11 @@ def run_answer_eval(
     )
     from assistant.answering.service import build_assistant
 
-    service = build_assistant(settings, searcher=searcher)
+    service = build_assistant(
+        settings,
+        searcher=searcher,
+        embedder=embedder if embedder is not None else index_embedder(searcher),
+    )
     reports = evaluate_answers(service, questions, answerers=answerers, embedder=embedder)
     if as_json:
         print(json.dumps(reports_to_json(reports), indent=2, ensure_ascii=False), file=out)

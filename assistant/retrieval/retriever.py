@@ -124,6 +124,11 @@ class Retriever:
         """Return the index snapshot searches currently run on."""
         return self._source()
 
+    @property
+    def embedder(self) -> Embedder:
+        """Return the model queries are embedded with (offline answers rank passages with it)."""
+        return self._embedder
+
     def search(
         self,
         question: str,

@@ -77,7 +77,7 @@ def build_app(
     from assistant.retrieval.factory import open_retriever
 
     retriever = open_retriever(settings, embedder=embedder)
-    service = build_assistant(settings, searcher=retriever)
+    service = build_assistant(settings, searcher=retriever, embedder=retriever.embedder)
     sources: list[tuple[str, str]] = []
     tags: list[str] = []
     try:
