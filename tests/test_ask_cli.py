@@ -81,7 +81,9 @@ def test_json_answer_is_the_text_the_chat_shows(index: Path) -> None:
     question = "How many days of annual leave do staff receive?"
     (line,) = ask_json(index, json.dumps({"id": 1, "question": question}) + "\n")
     settings = Settings(store=StoreSettings(path=index))
-    service = build_assistant(settings, searcher=open_retriever(settings, embedder=FakeEmbedder()))
+    retriever = open_retriever(settings, embedder=FakeEmbedder())
+    # As the web app wires it: the offline answerer ranks with the index's embedder.
+    service = build_assistant(settings, searcher=retriever, embedder=retriever.embedder)
     final = list(make_responder(service, settings=settings)(question, []))[-1]
     assert line["answer"] == final[0].content
     assert "21 days of annual leave" in line["answer"]
