@@ -129,7 +129,7 @@ def test_payloads_in_answer_sources_and_viewer_never_run(served: Served, watched
     box.fill(QUESTION)
     box.press("Enter")
 
-    page.locator(".bot").first.get_by_text("thirty days", exact=False).wait_for()
+    page.locator(".bot").first.get_by_text("thirty days", exact=False).first.wait_for()
     page.locator(".message-wrap").get_by_text("Sources", exact=True).first.wait_for()
     page.locator(".message-wrap").get_by_text("Trace", exact=True).first.wait_for()
     page.get_by_role("link", name="open section").first.wait_for()

@@ -123,3 +123,12 @@ def test_line_start_markers_stay_text(text: str) -> None:
     assert "<li" not in rendered
     assert "<hr" not in rendered
     assert _text_of(rendered) == text
+
+
+def test_escaped_text_cannot_be_autolinked() -> None:
+    # Gradio's renderer links bare URLs, www. hosts and e-mail addresses (GFM autolinks).
+    shown = escape_markdown("see http://evil.example/x, www.evil.example or bob@evil.example")
+    assert "http://" not in shown
+    assert "www.evil" not in shown
+    assert "bob@" not in shown
+    assert html.unescape(re.sub(r"\\(.)", r"\1", shown)).startswith("see http://evil.example/x")

@@ -113,10 +113,7 @@ def _resplit(units: list[Unit], i: int, excess: int, ctx: Context) -> bool:
     """Replace ``units[i]`` by smaller pieces; False if it cannot shrink any more."""
     unit = units[i]
     if unit.end - unit.start <= 1:
-        if not unit.prefix:
-            return False
-        units[i] = replace(unit, prefix="", prefix_tokens=0)
-        return True
+        return _drop_prefix(units, i)
     level = LINES if unit.kind == "code" else PARAGRAPHS
     limit = max(1, unit.tokens - excess - 1)
     cuts = split_span(ctx.text, unit.start, unit.end, limit=limit, count=ctx.count, level=level)
@@ -131,10 +128,7 @@ def _resplit_for_window(units: list[Unit], i: int, piece: Piece, ctx: Context) -
     """Replace ``units[i]`` by pieces that fit the window too; False if it cannot shrink."""
     unit = units[i]
     if unit.end - unit.start <= 1:
-        if not unit.prefix:
-            return False
-        units[i] = replace(unit, prefix="", prefix_tokens=0)
-        return True
+        return _drop_prefix(units, i)
     excess = ctx.cost(piece.text) - ctx.max_tokens
     body = ctx.cost(ctx.text[unit.start : unit.end])
     level = LINES if unit.kind == "code" else PARAGRAPHS
@@ -147,6 +141,14 @@ def _resplit_for_window(units: list[Unit], i: int, piece: Piece, ctx: Context) -
         replace(unit, start=a, end=b, tokens=ctx.span(a, b), solo=unit.solo or bool(unit.prefix))
         for a, b, _ in cuts
     ]
+    return True
+
+
+def _drop_prefix(units: list[Unit], i: int) -> bool:
+    """Shrink a unit too short to split by dropping its prefix; False if it has none."""
+    if not units[i].prefix:
+        return False
+    units[i] = replace(units[i], prefix="", prefix_tokens=0)
     return True
 
 

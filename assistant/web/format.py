@@ -35,6 +35,7 @@ _HEADING_MARK = re.compile(r"^\s{0,3}#{1,6}\s+", re.MULTILINE)
 # Bold around an FAQ question would otherwise show as literal "**" once escaped.
 _STRONG = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
 _SPACES = re.compile(r"\s+")
+_AUTOLINK = re.compile(r"(?<=[A-Za-z]):(?=//)|(?<=\bwww)\.|@", re.IGNORECASE)
 # Any run of white space holding a line break (str.splitlines' set, CR LF included).
 _LINE_BREAK = re.compile(r"\s*[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]\s*")
 
@@ -125,6 +126,9 @@ def escape_markdown(text: str) -> str:
     text = _LINE_BREAK.sub(" ", text)
     html_safe = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     escaped = _MD_SPECIAL.sub(r"\\\1", html_safe)
+    # The chat's renderer also links bare URLs, www. hosts and e-mail addresses
+    # (GFM autolinks); a backslash before ":", "." or "@" keeps them plain text.
+    escaped = _AUTOLINK.sub(lambda m: "\\" + m[0], escaped)
     return _LINE_START_MARK.sub(lambda m: m[1] + _escape_mark(m[2]), escaped)
 
 
