@@ -7,7 +7,8 @@ from collections.abc import Sequence
 
 __all__ = ["STOPWORDS", "content_words", "is_valid_unicode", "quoted_list", "valid_unicode"]
 
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+# A word: letters and digits, no underscores; every stage splits text into words with it.
+WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 _STOPWORD_TEXT = """a about above after again all also am an and any are as at be because been
     before
@@ -22,7 +23,7 @@ STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 def content_words(text: str) -> set[str]:
     """Return the lower-cased, crudely stemmed words of ``text`` minus stopwords."""
-    words = (w.lower() for w in _WORD.findall(text))
+    words = (w.lower() for w in WORD.findall(text))
     return {_stem(w) for w in words if w not in STOPWORDS and not w.isdigit()}
 
 

@@ -64,7 +64,6 @@ _RANGE = re.compile(r"(\d+)\s*[\u2013\u2014-]\s*(\d+)")
 _MAX_RANGE = 10
 # A sentence ends at . ! or ? (plus any markers placed after it) or at a line end.
 _SENTENCE = re.compile(r"[^\n]+?(?:[.!?]+(?:\s*\[\d[\d,\s]*\])*(?=\s)|$)", re.M)
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _SUPPORT_THRESHOLD = 0.5
 

@@ -30,7 +30,7 @@ from assistant.answering.ranking import (
 from assistant.answering.units import segment
 from assistant.protocols import Embedder
 from assistant.types import Hit
-from assistant.words import STOPWORDS, content_words, quoted_list
+from assistant.words import STOPWORDS, WORD, content_words, quoted_list
 
 __all__ = [
     "EXTRACTIVE_LABEL",
@@ -50,7 +50,6 @@ NOTHING_FOUND = (
     "No passage of the retrieved sections matches the question's words; see the sources below."
 )
 _DELTA = re.compile(r"\S+\s*|\s+")
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # Irregular forms whose stem shares too little with the word the documents use.
 _IRREGULAR = {
     "laid": "lay",
@@ -231,7 +230,7 @@ def relevant_unknown_words(words: Sequence[str], sources: Sequence[Hit]) -> tupl
     """
     if not words:
         return ()
-    vocabulary = {w.lower() for hit in sources for w in _WORD.findall(_source_text(hit))}
+    vocabulary = {w.lower() for hit in sources for w in WORD.findall(_source_text(hit))}
     stems = content_words(" ".join(vocabulary))
     kept = []
     for word in words:

@@ -29,7 +29,7 @@ import numpy as np
 
 from assistant.answering.units import AnswerUnit
 from assistant.protocols import Embedder
-from assistant.words import content_words
+from assistant.words import WORD, content_words
 
 __all__ = [
     "DEFAULT_WEIGHTS",
@@ -63,7 +63,6 @@ _ASKING = frozenset(
         "policy policies rule rules say says said there please know want"
     )
 )
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # One embedding call per question: at most this many units, each cut to _EMBED_CHARS
 # (MiniLM's cost grows with both; 24 x 240 kept the dev and sample figures of 48 x 600).
 _MAX_CANDIDATES = 24
@@ -277,7 +276,7 @@ def _plain(unit: AnswerUnit) -> str:
 
 
 def _length(ranked: Ranked) -> int:
-    return len(_WORD.findall(_plain(ranked.candidate.unit)))
+    return len(WORD.findall(_plain(ranked.candidate.unit)))
 
 
 def _near_duplicate(a: Ranked, b: Ranked) -> bool:
