@@ -80,6 +80,7 @@ class AnswerRun:
         self._safe = SafeStream(allowed_hosts=allowed_hosts)
         self._mode = mode
         self._grounded_only = grounded_only
+        self._checked: tuple[str, Answer] | None = None
         self._started = started
         self._retrieval_ms = retrieval_ms
         self._first_ms = 0.0
@@ -141,10 +142,17 @@ class AnswerRun:
         """Return the final answer with checked citations."""
         if self._prompt is None:
             return Answer(self._question, self.text, self.result.hits, citations=())
+        # The UI, `mode` and ``ask`` each ask for the answer; check each text once.
+        text = self.text
+        if self._checked is None or self._checked[0] != text:
+            self._checked = (text, self._check(text, self._prompt))
+        return self._checked[1]
+
+    def _check(self, text: str, prompt: Prompt) -> Answer:
         answer = check_answer(
             self._question,
-            self.text,
-            self._prompt.sources,
+            text,
+            prompt.sources,
             offline=self._mode == "extractive",
             grounded_only=self._grounded_only,
         )
@@ -152,8 +160,8 @@ class AnswerRun:
             # The model's own "not covered" gets the no-match experience: the plain
             # statement and the closest sections, never a half-answer.
             reason = "the language model found no answer in the closest sections"
-            text = no_match_message(self._prompt.sources, reason=reason)
-            return replace(answer, text=text, citations=(), unsupported_sentences=())
+            shown = no_match_message(prompt.sources, reason=reason)
+            return replace(answer, text=shown, citations=(), unsupported_sentences=())
         return answer
 
     @property
