@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from assistant.types import Answer, SearchFilters, SearchResult, Turn
+from assistant.types import ANONYMOUS, Answer, SearchFilters, SearchResult, Turn, User
 
 if TYPE_CHECKING:
     import numpy as np
@@ -62,8 +62,9 @@ class Searcher(Protocol):
         *,
         k: int | None = None,
         filters: SearchFilters | None = None,
+        user: User = ANONYMOUS,
     ) -> SearchResult:
-        """Return the best hits, best first, and whether any is a good match."""
+        """Return the best hits ``user`` may read, best first, and whether any is a good match."""
         ...
 
 
@@ -122,6 +123,7 @@ class ChatService(Protocol):
         *,
         k: int | None = None,
         filters: SearchFilters | None = None,
+        user: User = ANONYMOUS,
     ) -> AnswerStream:
         """Start answering ``question``; nothing is sent upstream until iteration."""
         ...

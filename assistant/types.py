@@ -35,6 +35,7 @@ __all__ = [
     "StoredDocument",
     "TokenWindow",
     "Turn",
+    "User",
     "chunk_id",
     "shorten_heading",
     "shown_heading_path",
@@ -278,6 +279,30 @@ class SearchResult:
     trace: tuple[str, ...] = field(default=())
     no_match_reason: str = ""
     unknown_words: tuple[str, ...] = ()
+
+
+ADMIN_GROUP = "admin"
+
+
+@dataclass(frozen=True, slots=True)
+class User:
+    """Who is asking: a name and the groups whose documents they may read.
+
+    Every search, answer, viewer and API request runs as one. ``ANONYMOUS`` (no
+    login configured) reads the documents that have no audience; a member of
+    ``ADMIN_GROUP`` reads everything.
+    """
+
+    name: str = "anonymous"
+    groups: frozenset[str] = frozenset()
+
+    @property
+    def is_admin(self) -> bool:
+        """Return whether this user reads every document, whatever its audience."""
+        return ADMIN_GROUP in self.groups
+
+
+ANONYMOUS = User()
 
 
 # How much of a conversation is kept as context: the newest turns, each cut to a length.

@@ -15,7 +15,16 @@ from assistant.answering.service import Assistant, build_assistant
 from assistant.config import LLMSettings, Settings
 from assistant.protocols import AnswerStream, ChatService
 from assistant.tokens import get_tokenizer
-from assistant.types import MAX_TURN_CHARS, MAX_TURNS, Hit, SearchFilters, SearchResult, Turn
+from assistant.types import (
+    ANONYMOUS,
+    MAX_TURN_CHARS,
+    MAX_TURNS,
+    Hit,
+    SearchFilters,
+    SearchResult,
+    Turn,
+    User,
+)
 from tests.conftest import FakeEmbedder
 from tests.hit_factory import make_hit
 from tests.openai_server import FakeOpenAIServer, Reply
@@ -47,7 +56,12 @@ class FakeSearcher:
     calls: list[tuple[str, int | None, SearchFilters | None]] = field(default_factory=list)
 
     def search(
-        self, question: str, *, k: int | None = None, filters: SearchFilters | None = None
+        self,
+        question: str,
+        *,
+        k: int | None = None,
+        filters: SearchFilters | None = None,
+        user: User = ANONYMOUS,
     ) -> SearchResult:
         self.calls.append((question, k, filters))
         reason = "none of the closest sections mentions “canteen”" if self.no_good_match else ""

@@ -10,12 +10,14 @@ from typing import Any
 
 from assistant.errors import AssistantError
 from assistant.types import (
+    ANONYMOUS,
     Answer,
     Citation,
     Hit,
     SearchFilters,
     SearchResult,
     Turn,
+    User,
 )
 from tests.hit_factory import make_hit
 
@@ -121,6 +123,7 @@ class FakeService:
         *,
         k: int | None = None,
         filters: SearchFilters | None = None,
+        user: User = ANONYMOUS,
     ) -> FakeStream:
         with self._lock:
             self.calls.append(Call(question, tuple(history), k, filters))

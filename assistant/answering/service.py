@@ -29,6 +29,7 @@ from assistant.errors import LLMError
 from assistant.protocols import ChatModel, Embedder, Searcher
 from assistant.tokens import Tokenizer, get_tokenizer
 from assistant.types import (
+    ANONYMOUS,
     MAX_TURN_CHARS,
     MAX_TURNS,
     Answer,
@@ -36,6 +37,7 @@ from assistant.types import (
     SearchFilters,
     SearchResult,
     Turn,
+    User,
 )
 
 __all__ = ["AnswerRun", "Assistant", "build_assistant", "finish", "shown_text"]
@@ -240,6 +242,7 @@ class Assistant:
         *,
         k: int | None = None,
         filters: SearchFilters | None = None,
+        user: User = ANONYMOUS,
     ) -> AnswerRun:
         """Search for ``question`` now and return a run that streams the answer.
 
@@ -249,7 +252,7 @@ class Assistant:
         started = time.perf_counter()
         turns = clean_history(history)
         rewrite = self._rewriter.rewrite(question, turns)
-        result = self._searcher.search(rewrite.query, k=k, filters=filters)
+        result = self._searcher.search(rewrite.query, k=k, filters=filters, user=user)
         retrieval_ms = _ms_since(started)
         logger.info(
             "retrieved %d hits in %.0f ms (no_good_match=%s, rewritten=%s)",

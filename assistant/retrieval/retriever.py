@@ -49,7 +49,7 @@ from assistant.retrieval.nomatch import (
 )
 from assistant.retrieval.view import SearchView, dense_scores
 from assistant.tokens import Tokenizer
-from assistant.types import Chunk, Hit, IndexSnapshot, SearchFilters, SearchResult
+from assistant.types import ANONYMOUS, Chunk, Hit, IndexSnapshot, SearchFilters, SearchResult, User
 from assistant.words import valid_unicode
 
 __all__ = ["CANDIDATES", "Retriever"]
@@ -135,13 +135,15 @@ class Retriever:
         *,
         k: int | None = None,
         filters: SearchFilters | None = None,
+        user: User = ANONYMOUS,
     ) -> SearchResult:
-        """Return the best ``k`` hits for ``question``, best first.
+        """Return the best ``k`` hits for ``question`` that ``user`` may read, best first.
 
         Args:
             question: The question as the user typed it.
             k: How many hits (default ``settings.top_k``).
             filters: Restrict to sources, tags or an effective-date range.
+            user: Who asks (no document has an audience yet: everyone reads every row).
 
         Returns:
             The hits with section text, whether the best is below ``min_score``,
