@@ -32,6 +32,13 @@ ASSISTANT_CONTEXT_TOKENS       prompt budget in tokens
 ASSISTANT_HOST / _PORT         where the UI listens (127.0.0.1:7860)
 ASSISTANT_AUTH                 ``user:password`` pairs separated by ``,`` to require a login
 ASSISTANT_CONCURRENCY          chats answered at once
+ASSISTANT_API_HOST / _PORT     where the OpenAI-compatible API listens (127.0.0.1:8000)
+ASSISTANT_API_KEYS             the API keys file (default ``INDEX/api-keys.json``)
+ASSISTANT_API_ANONYMOUS_LOOPBACK  ``1``: answer keyless API calls from 127.0.0.1 / ::1
+ASSISTANT_API_CONCURRENCY      API answers produced at once, per worker
+ASSISTANT_API_QUEUE            API requests waiting for a slot, per worker, before 429
+ASSISTANT_API_WORKERS          API worker processes
+ASSISTANT_PUBLIC_URL           the chat UI's public base URL, for absolute viewer links
 =============================  =====================================================
 """
 
@@ -45,6 +52,7 @@ from pathlib import Path
 from assistant.errors import ConfigError
 
 __all__ = [
+    "APISettings",
     "ChunkingSettings",
     "EmbeddingSettings",
     "LLMSettings",
@@ -278,6 +286,53 @@ class UISettings:
 
 
 @dataclass(frozen=True, slots=True)
+class APISettings:
+    """How the OpenAI-compatible API is served (`assistant.api`).
+
+    ``keys_file`` empty means ``INDEX/api-keys.json``; ``public_url`` is where the
+    chat UI (and so the document viewer) is reachable, for links in API answers.
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    keys_file: str = ""
+    anonymous_loopback: bool = False
+    concurrency: int = 8
+    queue: int = 64
+    workers: int = 1
+    public_url: str = ""
+
+    def __post_init__(self) -> None:
+        _require(
+            0 < self.port < 65536, "ASSISTANT_API_PORT", f"port must be 1-65535, got {self.port}"
+        )
+        _require(
+            1 <= self.concurrency <= MAX_CONCURRENCY,
+            "ASSISTANT_API_CONCURRENCY",
+            f"API concurrency must be 1-{MAX_CONCURRENCY}, got {self.concurrency}",
+        )
+        _require(
+            0 <= self.queue <= 100_000,
+            "ASSISTANT_API_QUEUE",
+            f"API queue must be 0-100000, got {self.queue}",
+        )
+        _require(
+            1 <= self.workers <= 64,
+            "ASSISTANT_API_WORKERS",
+            f"API workers must be 1-64, got {self.workers}",
+        )
+        _require(
+            not self.public_url or self.public_url.startswith(("http://", "https://")),
+            "ASSISTANT_PUBLIC_URL",
+            f"public URL must start with http:// or https://, got {self.public_url!r}",
+        )
+
+    def keys_path(self, index: Path) -> Path:
+        """Return the keys file: the configured one, else ``api-keys.json`` in the index."""
+        return Path(self.keys_file) if self.keys_file else index / "api-keys.json"
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     """All settings, grouped by the part of the system they configure."""
 
@@ -287,6 +342,7 @@ class Settings:
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
     llm: LLMSettings = field(default_factory=LLMSettings)
     ui: UISettings = field(default_factory=UISettings)
+    api: APISettings = field(default_factory=APISettings)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:
@@ -347,6 +403,16 @@ class Settings:
                     env.text("ASSISTANT_AUTH", ""), ",", ":", variable="ASSISTANT_AUTH"
                 ),
                 concurrency=env.integer("ASSISTANT_CONCURRENCY", d.ui.concurrency),
+            ),
+            api=APISettings(
+                host=env.text("ASSISTANT_API_HOST", d.api.host),
+                port=env.integer("ASSISTANT_API_PORT", d.api.port),
+                keys_file=env.text("ASSISTANT_API_KEYS", ""),
+                anonymous_loopback=env.flag("ASSISTANT_API_ANONYMOUS_LOOPBACK"),
+                concurrency=env.integer("ASSISTANT_API_CONCURRENCY", d.api.concurrency),
+                queue=env.integer("ASSISTANT_API_QUEUE", d.api.queue),
+                workers=env.integer("ASSISTANT_API_WORKERS", d.api.workers),
+                public_url=env.text("ASSISTANT_PUBLIC_URL", "").rstrip("/"),
             ),
         )
         # Only for the variable: an evaluation sweep may still try longer chunks on purpose.

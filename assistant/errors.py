@@ -14,7 +14,8 @@ into an exit code or a short UI message in one place::
     ├── StoreError             the vector store failed (disk full, server down, ...)
     ├── EmbeddingError         the embedding model failed or could not be loaded
     ├── TokenizerError         the tiktoken encoding could not be loaded offline
-    └── LLMError               the chat model failed (wraps the openai client's errors)
+    ├── LLMError               the chat model failed (wraps the openai client's errors)
+    └── RequestError           an API request is malformed (the API answers 400 with its code)
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ __all__ = [
     "IndexMismatchError",
     "IndexNotFoundError",
     "LLMError",
+    "RequestError",
     "StoreError",
     "TokenizerError",
 ]
@@ -89,3 +91,17 @@ class TokenizerError(AssistantError):
 
 class LLMError(AssistantError):
     """The chat model failed; the message is safe to show to a user."""
+
+
+class RequestError(AssistantError):
+    """An API request is malformed; the message is safe to send back to the client.
+
+    Attributes:
+        code: A short machine-readable reason, e.g. ``invalid_messages``.
+        param: The request field at fault, or "".
+    """
+
+    def __init__(self, message: str, *, code: str, param: str = "") -> None:
+        super().__init__(message)
+        self.code = code
+        self.param = param

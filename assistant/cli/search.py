@@ -1,10 +1,11 @@
-"""``python -m assistant search|ask|eval``: search and ask from a shell or a script.
+"""``python -m assistant search|ask|eval|keys|serve``: search and ask from a shell or a script.
 
 ``search "question"`` prints ranked results; ``search --json`` reads JSONL
 questions on stdin and writes one JSON line per question (flushed at once, so a
 long-running caller can keep the process open; the model loads once and new
 ingests are picked up between questions). ``ask`` answers as the chat does
-(`assistant.cli.ask`). ``eval`` scores retrieval, or with ``--answers`` the
+(`assistant.cli.ask`). ``keys`` and ``serve`` manage and run the API
+(`assistant.cli.api`). ``eval`` scores retrieval, or with ``--answers`` the
 answers, against a question set (`assistant.cli.evaluate`). Exit codes: 0
 success, 1 runtime failure, 2 usage or configuration.
 """
@@ -98,6 +99,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("--misses", action="store_true", help="with --answers: list each failure")
     _add_common(ev)
+    from assistant.cli.api import add_api_commands
+
+    add_api_commands(commands)
     return parser
 
 
@@ -157,6 +161,10 @@ def main(
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     configure_logging(args.verbose)
     io = _IO(stdin or lenient_stdin(), stdout or sys.stdout)
+    if args.command in ("keys", "serve"):
+        from assistant.cli.api import run_api_command
+
+        return run_api_command(args, os.environ if environ is None else environ, io.out, err)
     try:
         settings = settings_from_args(args, os.environ if environ is None else environ)
         if args.command == "eval":

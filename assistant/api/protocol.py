@@ -1,0 +1,310 @@
+"""The OpenAI chat-completions wire format: requests in, completions and chunks out.
+
+Pure functions, no server: `parse_chat_request` turns an untrusted JSON body into a
+`ChatRequest` (or raises `RequestError`), and the builders return the exact JSON
+objects OpenAI sends (``chat.completion``, ``chat.completion.chunk``, ``error``),
+plus our documented extras: ``sources`` (structured citations) on the completion
+and on the final chunk.
+
+Conversation history comes from ``messages`` and is untrusted: only ``user`` and
+``assistant`` turns are kept (``system`` and ``developer`` messages are ignored,
+so a client can never replace our instructions), capped as the chat UI caps them,
+and our own appended source list is cut off earlier assistant turns.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from assistant.errors import RequestError
+from assistant.types import HEADING_SEPARATOR, MAX_TURN_CHARS, Answer, Hit, SearchFilters, Turn
+from assistant.web.format import doc_link, escape_markdown, history_to_turns
+from assistant.words import valid_unicode
+
+__all__ = [
+    "SOURCES_HEADING",
+    "ChatRequest",
+    "chunk",
+    "completion",
+    "completion_id",
+    "error_body",
+    "parse_chat_request",
+    "source_entries",
+    "sources_text",
+    "usage",
+    "usage_chunk",
+]
+
+MAX_QUESTION_CHARS = MAX_TURN_CHARS
+MAX_MESSAGES = 1000
+SOURCES_HEADING = "\n\n**Sources**\n\n"
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    """One validated ``POST /v1/chat/completions``."""
+
+    model: str
+    question: str
+    turns: tuple[Turn, ...]
+    stream: bool = False
+    include_usage: bool = False
+    append_sources: bool = True
+    k: int | None = None
+    filters: SearchFilters = field(default_factory=SearchFilters)
+
+
+def parse_chat_request(body: object, *, models: Sequence[str]) -> ChatRequest:
+    """Validate a request body; the model defaults to the first of ``models``.
+
+    Raises:
+        RequestError: The body is not a chat request we can answer (code says why;
+            ``model_not_found`` for a model we do not serve).
+    """
+    if not isinstance(body, Mapping):
+        raise RequestError("the request body must be a JSON object", code="invalid_body")
+    model = body.get("model", models[0])
+    if not isinstance(model, str) or model not in models:
+        raise RequestError(
+            f"the model {str(model)[:100]!r} does not exist; GET /v1/models lists ours",
+            code="model_not_found",
+            param="model",
+        )
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages or len(messages) > MAX_MESSAGES:
+        raise RequestError(
+            f"messages must be a non-empty list of at most {MAX_MESSAGES} messages",
+            code="invalid_messages",
+            param="messages",
+        )
+    question = _question(messages[-1])
+    options = _options(body)
+    return ChatRequest(
+        model=model,
+        question=question,
+        turns=history_to_turns([_without_our_sources(m) for m in messages[:-1]]),
+        stream=_flag(body, "stream", default=False),
+        include_usage=_include_usage(body),
+        append_sources=_flag(options, "append_sources", default=True, prefix="assistant."),
+        k=_k(options),
+        filters=SearchFilters(sources=_strings(options, "sources"), tags=_strings(options, "tags")),
+    )
+
+
+def _question(last: object) -> str:
+    if not isinstance(last, Mapping) or last.get("role") != "user":
+        raise RequestError(
+            "the last message must be the user's question (role 'user')",
+            code="invalid_messages",
+            param="messages",
+        )
+    content = last.get("content")
+    if isinstance(content, list):
+        parts = [p for p in content if isinstance(p, Mapping) and p.get("type") == "text"]
+        texts = [p.get("text") for p in parts]
+        content = "\n".join(t for t in texts if isinstance(t, str))
+    if not isinstance(content, str) or not content.strip():
+        raise RequestError(
+            "the user's question has no text", code="invalid_messages", param="messages"
+        )
+    question = valid_unicode(content.strip())
+    if len(question) > MAX_QUESTION_CHARS:
+        raise RequestError(
+            f"the question is {len(question):,} characters long; the limit is "
+            f"{MAX_QUESTION_CHARS:,}",
+            code="context_length_exceeded",
+            param="messages",
+        )
+    return question
+
+
+def _without_our_sources(message: object) -> object:
+    # An earlier answer of ours comes back with its source list; the rewriter and the
+    # prompt need only what was said.
+    if isinstance(message, Mapping) and message.get("role") == "assistant":
+        content = message.get("content")
+        if isinstance(content, str) and SOURCES_HEADING in content:
+            return {"role": "assistant", "content": content.split(SOURCES_HEADING, 1)[0]}
+    return message
+
+
+def _options(body: Mapping[str, Any]) -> Mapping[str, Any]:
+    options = body.get("assistant", {})
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise RequestError("assistant must be an object", code="invalid_option", param="assistant")
+    return options
+
+
+def _flag(body: Mapping[str, Any], name: str, *, default: bool, prefix: str = "") -> bool:
+    value = body.get(name, default)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        message = f"{prefix}{name} must be true or false"
+        raise RequestError(message, code="invalid_option", param=name)
+    return value
+
+
+def _include_usage(body: Mapping[str, Any]) -> bool:
+    options = body.get("stream_options") or {}
+    if not isinstance(options, Mapping):
+        raise RequestError(
+            "stream_options must be an object", code="invalid_option", param="stream_options"
+        )
+    return _flag(options, "include_usage", default=False, prefix="stream_options.")
+
+
+def _k(options: Mapping[str, Any]) -> int | None:
+    value = options.get("k")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 10:
+        raise RequestError("assistant.k must be an integer 1-10", code="invalid_option", param="k")
+    return value
+
+
+def _strings(options: Mapping[str, Any], name: str) -> tuple[str, ...]:
+    value = options.get(name, [])
+    strings = isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if not strings or len(value) > 100:
+        raise RequestError(
+            f"assistant.{name} must be a list of strings", code="invalid_option", param=name
+        )
+    return tuple(valid_unicode(v) for v in value)
+
+
+def completion_id() -> str:
+    """Return a fresh ``chatcmpl-...`` id, shared by every chunk of one answer."""
+    return "chatcmpl-" + uuid.uuid4().hex
+
+
+def source_entries(answer: Answer, *, public_url: str) -> list[dict[str, Any]]:
+    """Return the ``sources`` field: every source of the answer, numbered as its markers.
+
+    ``url`` is the absolute viewer link when the chat UI's public URL is configured,
+    else null; ``path`` is the viewer path on the chat UI's server.
+    """
+    cited = {c.number for c in answer.citations}
+    return [
+        _entry(number, hit, cited=number in cited, public_url=public_url)
+        for number, hit in enumerate(answer.sources, start=1)
+    ]
+
+
+def _entry(number: int, hit: Hit, *, cited: bool, public_url: str) -> dict[str, Any]:
+    path = doc_link(hit)
+    return {
+        "n": number,
+        "title": hit.title or hit.chunk.source,
+        "section": hit.chunk.breadcrumb,
+        "source": hit.chunk.source,
+        "chunk_id": hit.chunk.chunk_id,
+        "page": hit.chunk.page or None,
+        "effective_date": hit.effective_date or None,
+        "score": round(hit.score, 4),
+        "cited": cited,
+        "path": path,
+        "url": public_url + path if public_url else None,
+    }
+
+
+def sources_text(entries: Sequence[Mapping[str, Any]]) -> str:
+    """Return the numbered source list appended to an answer ("" when nothing is cited).
+
+    Document text (titles, headings) is escaped: chat clients render Markdown.
+    """
+    lines = []
+    for entry in entries:
+        if not entry["cited"]:
+            continue
+        # The title leads the line; the section shows the headings under it.
+        path = str(entry["section"]).split(HEADING_SEPARATOR)
+        facts = [escape_markdown(" / ".join(path[1:] or path))]
+        if entry["page"]:
+            facts.append(f"page {entry['page']}")
+        if entry["effective_date"]:
+            facts.append(f"effective {escape_markdown(str(entry['effective_date']))}")
+        if entry["url"]:
+            facts.append(f"[open section]({entry['url']})")
+        title = escape_markdown(str(entry["title"]))
+        lines.append(f"- [{entry['n']}] {title} — {' · '.join(facts)}")
+    return SOURCES_HEADING + "\n".join(lines) if lines else ""
+
+
+def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
+    """Return OpenAI's ``usage`` object."""
+    return {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+
+
+def completion(
+    *,
+    cid: str,
+    model: str,
+    text: str,
+    used: dict[str, int],
+    sources: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """Return a whole ``chat.completion`` object, with our ``sources`` extra."""
+    return {
+        "id": cid,
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text, "refusal": None},
+                "logprobs": None,
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": used,
+        "sources": sources,
+    }
+
+
+def chunk(
+    *,
+    cid: str,
+    model: str,
+    created: int,
+    delta: dict[str, str],
+    finish: str | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Return one ``chat.completion.chunk``; the final one carries ``extra`` (our sources)."""
+    return {
+        "id": cid,
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+        **(extra or {}),
+    }
+
+
+def usage_chunk(*, cid: str, model: str, created: int, used: dict[str, int]) -> dict[str, Any]:
+    """Return the closing usage chunk (empty ``choices``) sent when ``include_usage`` asks."""
+    return {
+        "id": cid,
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": model,
+        "choices": [],
+        "usage": used,
+    }
+
+
+def error_body(message: str, *, kind: str, code: str, param: str = "") -> dict[str, Any]:
+    """Return OpenAI's error object: ``{"error": {"message", "type", "param", "code"}}``."""
+    return {"error": {"message": message, "type": kind, "param": param or None, "code": code}}

@@ -1,0 +1,425 @@
+"""The API's HTTP server: Starlette routes over a `ChatService`, served by uvicorn.
+
+The only module of the API that imports starlette and uvicorn. `create_app` is the
+factory each uvicorn worker process calls: it builds its own index reader,
+retriever and assistant from the environment, so N workers answer on N cores
+with nothing shared but the index on disk. `build_api` wires any `ChatService`
+(tests give fakes) and `serve` runs uvicorn.
+
+Answers are produced in worker threads (retrieval and the offline answerer are
+CPU-bound, synchronous code); a gate bounds how many run at once per process and
+how many wait, and answers 429 beyond that. Nothing here runs on a timer: an idle
+worker sleeps in its event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import json
+import logging
+import os
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from assistant.answering.service import shown_text
+from assistant.api.keys import KeyStore
+from assistant.api.protocol import (
+    ChatRequest,
+    chunk,
+    completion,
+    completion_id,
+    error_body,
+    parse_chat_request,
+    source_entries,
+    sources_text,
+    usage,
+    usage_chunk,
+)
+from assistant.config import Settings
+from assistant.errors import AssistantError, IndexNotFoundError, RequestError
+from assistant.protocols import AnswerStream, ChatService
+from assistant.tokens import Tokenizer, get_tokenizer
+from assistant.types import ANONYMOUS, Answer, User
+
+__all__ = ["Gate", "build_api", "create_app", "serve"]
+
+logger = logging.getLogger(__name__)
+
+OWNER = "policy-assistant"
+WORKER_HEADER = "X-Assistant-Worker"
+_SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+class Gate:
+    """At most ``slots`` answers at once; at most ``queue`` more wait; the rest get 429."""
+
+    def __init__(self, slots: int, queue: int) -> None:
+        self._free = slots
+        self._queue = queue
+        self._waiters: list[asyncio.Future[None]] = []
+
+    async def enter(self) -> bool:
+        """Take a slot, waiting in line if allowed; return False when overloaded."""
+        if self._free > 0 and not self._waiters:
+            self._free -= 1
+            return True
+        if len(self._waiters) >= self._queue:
+            return False
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await waiter  # leave() handed its slot over to us
+        except asyncio.CancelledError:
+            if waiter in self._waiters:
+                self._waiters.remove(waiter)
+            elif not waiter.cancelled():
+                self.leave()  # the slot came just as the caller gave up
+            raise
+        return True
+
+    def leave(self) -> None:
+        """Free a slot, or hand it to the first waiter."""
+        while self._waiters:
+            waiter = self._waiters.pop(0)
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self._free += 1
+
+    @property
+    def busy(self) -> bool:
+        """Return whether every slot is taken."""
+        return self._free == 0
+
+
+def _error(status: int, message: str, *, kind: str, code: str, param: str = "") -> JSONResponse:
+    headers = {"Retry-After": "1"} if status in (429, 503) else None
+    return JSONResponse(
+        error_body(message, kind=kind, code=code, param=param), status_code=status, headers=headers
+    )
+
+
+class _Api:
+    """The routes' state: one service, the keys, the gate, the settings."""
+
+    def __init__(
+        self, service: ChatService, *, settings: Settings, keys: KeyStore, tokenizer: Tokenizer
+    ) -> None:
+        self.service = service
+        self.settings = settings
+        self.keys = keys
+        self.tokenizer = tokenizer
+        self.models = (settings.store.collection,)
+        self.gate = Gate(settings.api.concurrency, settings.api.queue)
+        self.created = int(time.time())
+
+    def authenticate(self, request: Request) -> User | JSONResponse:
+        """Return the caller's user, or the 401 to send."""
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        token = token.strip()
+        if scheme.lower() == "bearer" and token:
+            user = self.keys.lookup(token)
+            if user is not None:
+                return user
+        if self.settings.api.anonymous_loopback and _loopback(request):
+            # Clients such as the openai library always send some key; on loopback
+            # with anonymous calls enabled a key that matches nothing is no key.
+            return ANONYMOUS
+        if not self.keys.configured():
+            problem = f" ({self.keys.problem})" if self.keys.problem else ""
+            return _error(
+                401,
+                "The API is off: no API key is configured"
+                f"{problem}. Create one with `python -m assistant keys add --user NAME`.",
+                kind="invalid_request_error",
+                code="api_disabled",
+            )
+        if not token:
+            return _error(
+                401,
+                "You didn't provide an API key: send 'Authorization: Bearer KEY'.",
+                kind="invalid_request_error",
+                code="missing_api_key",
+            )
+        return _error(
+            401, "Incorrect API key provided.", kind="invalid_request_error", code="invalid_api_key"
+        )
+
+    def count(self, request: ChatRequest) -> int:
+        """Return the prompt tokens we report: the question and the history kept."""
+        texts = [request.question, *(turn.text for turn in request.turns)]
+        return sum(self.tokenizer.count(text) for text in texts)
+
+
+def _loopback(request: Request) -> bool:
+    host = request.client.host if request.client else ""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def build_api(
+    service: ChatService,
+    *,
+    settings: Settings,
+    keys: KeyStore | None = None,
+    tokenizer: Tokenizer | None = None,
+) -> Starlette:
+    """Return the ASGI app serving ``/v1/models`` and ``/v1/chat/completions``.
+
+    Args:
+        service: Answers questions (shared by every request of this process).
+        settings: Collection (the model id), API limits, public URL, keys file.
+        keys: The keys (default: the file named by the settings).
+        tokenizer: Counts ``usage`` tokens (default: the project's tiktoken encoding).
+    """
+    api = _Api(
+        service,
+        settings=settings,
+        keys=keys or KeyStore(settings.api.keys_path(settings.store.path)),
+        tokenizer=tokenizer or get_tokenizer(settings.chunking.encoding),
+    )
+
+    async def list_models(request: Request) -> Response:
+        user = api.authenticate(request)
+        if isinstance(user, Response):
+            return user
+        data = [_model(api, name) for name in api.models]
+        return _json({"object": "list", "data": data})
+
+    async def get_model(request: Request) -> Response:
+        user = api.authenticate(request)
+        if isinstance(user, Response):
+            return user
+        name = request.path_params["model"]
+        if name not in api.models:
+            return _error(
+                404,
+                f"The model {name[:100]!r} does not exist.",
+                kind="invalid_request_error",
+                code="model_not_found",
+                param="model",
+            )
+        return _json(_model(api, name))
+
+    async def chat(request: Request) -> Response:
+        user = api.authenticate(request)
+        if isinstance(user, Response):
+            return user
+        try:
+            body = json.loads(await request.body())
+            parsed = parse_chat_request(body, models=api.models)
+        except ValueError:
+            message = "The body is not valid JSON."
+            return _error(400, message, kind="invalid_request_error", code="invalid_json")
+        except RequestError as exc:
+            status = 404 if exc.code == "model_not_found" else 400
+            return _error(
+                status, str(exc), kind="invalid_request_error", code=exc.code, param=exc.param
+            )
+        return await _answer(api, parsed, user)
+
+    async def health(request: Request) -> Response:
+        return _json({"status": "ok"})
+
+    routes = [
+        Route("/v1/models", list_models, methods=["GET"]),
+        Route("/v1/models/{model:path}", get_model, methods=["GET"]),
+        Route("/v1/chat/completions", chat, methods=["POST"]),
+        Route("/health", health, methods=["GET"]),
+    ]
+    app = Starlette(routes=routes)
+    app.add_middleware(_WorkerHeader)
+    return app
+
+
+class _WorkerHeader:
+    """Names the worker process on every response, so a client sees who answered."""
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Any]) -> None:
+        self.app = app
+        self.header = (WORKER_HEADER.lower().encode(), str(os.getpid()).encode())
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def send_with_header(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), self.header]
+            await send(message)
+
+        await self.app(scope, receive, send_with_header)
+
+
+def _json(data: object, status: int = 200) -> JSONResponse:
+    return JSONResponse(data, status_code=status)
+
+
+def _model(api: _Api, name: str) -> dict[str, Any]:
+    return {"id": name, "object": "model", "created": api.created, "owned_by": OWNER}
+
+
+async def _answer(api: _Api, request: ChatRequest, user: User) -> Response:
+    if not await api.gate.enter():
+        return _error(
+            429,
+            "The assistant is answering as many questions as it can; retry in a moment.",
+            kind="rate_limit_error",
+            code="rate_limit_exceeded",
+        )
+    filters = request.filters if request.filters.sources or request.filters.tags else None
+    try:
+        stream = await run_in_threadpool(
+            api.service.ask,
+            request.question,
+            request.turns,
+            k=request.k,
+            filters=filters,
+            user=user,
+        )
+    except IndexNotFoundError as exc:
+        api.gate.leave()
+        return _error(503, str(exc), kind="server_error", code="index_not_found")
+    except AssistantError as exc:
+        api.gate.leave()
+        logger.warning("API answer failed before streaming: %s", exc)
+        return _error(500, str(exc)[:500], kind="server_error", code="answer_failed")
+    except BaseException:
+        api.gate.leave()
+        raise
+    if request.stream:
+        return _GatedStream(_events(api, request, stream), release=_releaser(api, stream))
+    try:
+        answer, text = await run_in_threadpool(_finish, stream)
+    finally:
+        api.gate.leave()
+    entries = source_entries(answer, public_url=api.settings.api.public_url)
+    if request.append_sources:
+        text += sources_text(entries)
+    used = usage(api.count(request), api.tokenizer.count(text))
+    return _json(
+        completion(cid=completion_id(), model=request.model, text=text, used=used, sources=entries)
+    )
+
+
+def _finish(stream: AnswerStream) -> tuple[Answer, str]:
+    streamed = ""
+    try:
+        for delta in stream:
+            streamed += delta
+        answer = stream.answer()
+    finally:
+        stream.close()
+    return answer, shown_text(answer, streamed=streamed, error=stream.error)
+
+
+def _releaser(api: _Api, stream: AnswerStream) -> Callable[[], None]:
+    def release() -> None:
+        stream.close()
+        api.gate.leave()
+
+    return release
+
+
+class _GatedStream(StreamingResponse):
+    """An SSE response that frees its gate slot however it ends (done, dropped, cancelled)."""
+
+    def __init__(self, events: AsyncIterator[str], *, release: Callable[[], None]) -> None:
+        super().__init__(events, media_type="text/event-stream", headers=_SSE_HEADERS)
+        self._release = release
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._release()
+
+
+def _sse(data: object) -> str:
+    return f"data: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n"
+
+
+async def _events(api: _Api, request: ChatRequest, stream: AnswerStream) -> AsyncIterator[str]:
+    cid, created, model = completion_id(), int(time.time()), request.model
+
+    def event(delta: dict[str, str], **kwargs: Any) -> str:
+        return _sse(chunk(cid=cid, model=model, created=created, delta=delta, **kwargs))
+
+    yield event({"role": "assistant", "content": ""})
+    streamed: list[str] = []
+    failure = ""
+    try:
+        async for delta in iterate_in_threadpool(stream):
+            streamed.append(delta)
+            yield event({"content": delta})
+        answer = await run_in_threadpool(stream.answer)
+    except AssistantError as exc:
+        logger.warning("API answer failed while streaming: %s", exc)
+        failure = f"Sorry, the assistant could not finish the answer: {str(exc)[:300]}"
+        answer = Answer(request.question, "".join(streamed), stream.result.hits, citations=())
+    finally:
+        stream.close()
+    text = "".join(streamed)
+    tail = f"\n\n*{stream.error or failure}*" if stream.error or failure else ""
+    entries = source_entries(answer, public_url=api.settings.api.public_url)
+    if request.append_sources:
+        tail += sources_text(entries)
+    if tail:
+        yield event({"content": tail})
+    extra: dict[str, Any] = {"sources": entries}
+    if answer.text.strip() and answer.text != text:
+        # The citation check ran after the deltas left: it may have removed markers to
+        # missing sources or marked unsupported sentences. Clients that can, show this.
+        extra["checked_content"] = answer.text
+    yield event({}, finish="stop", extra=extra)
+    if request.include_usage:
+        used = usage(api.count(request), api.tokenizer.count(text + tail))
+        yield _sse(usage_chunk(cid=cid, model=model, created=created, used=used))
+    yield "data: [DONE]\n\n"
+
+
+def create_app() -> Starlette:
+    """Build the API for one worker process from the environment (uvicorn's factory).
+
+    Raises:
+        AssistantError: A setting is invalid or the embedding model cannot be loaded.
+    """
+    from assistant.answering.service import build_assistant
+    from assistant.retrieval.factory import open_retriever
+
+    settings = Settings.from_env(os.environ)
+    retriever = open_retriever(settings)
+    service = build_assistant(settings, searcher=retriever, embedder=retriever.embedder)
+    keys = KeyStore(settings.api.keys_path(settings.store.path))
+    if not keys.configured() and not settings.api.anonymous_loopback:
+        logger.warning("no API key in %s: every request gets 401", keys.path)
+    logger.info("API worker %d ready", os.getpid())
+    return build_api(service, settings=settings, keys=keys)
+
+
+def serve(settings: Settings, *, log_level: str = "warning") -> None:
+    """Run uvicorn with ``settings.api.workers`` processes until interrupted.
+
+    Each worker calls `create_app`, which reads the settings from the environment:
+    the caller puts every command-line override there first.
+    """
+    uvicorn.run(
+        "assistant.api.server:create_app",
+        factory=True,
+        host=settings.api.host,
+        port=settings.api.port,
+        workers=settings.api.workers,
+        log_level=log_level,
+        proxy_headers=False,  # the loopback rule must see the real peer, not a header
+        server_header=False,
+        timeout_graceful_shutdown=5,
+    )
