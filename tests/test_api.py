@@ -76,7 +76,7 @@ class ApiServer:
 
     def stop(self) -> None:
         if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGINT)
+            os.killpg(self.process.pid, signal.SIGTERM)
             try:
                 self.process.wait(timeout=20)
             except subprocess.TimeoutExpired:

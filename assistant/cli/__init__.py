@@ -1,4 +1,4 @@
-"""Stage 8, the command lines: `ingest`, `search` (and ``ask``), `evaluate` and `serve`."""
+"""Stage 9, the command lines: `ingest`, `search` (and ``ask``), `evaluate` and `serve`."""
 
 from assistant.cli.ingest import ingest_main
 
