@@ -10,6 +10,7 @@ exactly what the assistant sent to its model.
 from __future__ import annotations
 
 import concurrent.futures
+import io
 import json
 import os
 import shutil
@@ -453,3 +454,30 @@ def test_the_parser_keeps_user_and_assistant_text_parts_only() -> None:
         {"role": "user", "content": "the question"},
     ]
     assert _turn_texts(messages) == ["part one", "reply"]
+
+
+def test_keys_command_prints_the_key_once_and_stores_only_its_hash(tmp_path: Path) -> None:
+    from assistant.cli.search import main
+
+    keys = tmp_path / "keys.json"
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["keys", "add", "--user", "carol", "--group", "hr", "--keys", str(keys)]
+    assert main(argv, environ={}, stdout=out, stderr=err) == 0
+    secret = out.getvalue().strip()
+    assert secret.startswith("pa-")
+    assert len(secret) > 40
+    stored = keys.read_text()
+    assert secret not in stored
+    assert "carol" in stored
+    assert keys.stat().st_mode & 0o077 == 0
+    user = KeyStore(keys).lookup(secret)
+    assert user is not None
+    assert (user.name, user.groups) == ("carol", frozenset({"hr"}))
+    listing = io.StringIO()
+    assert main(["keys", "list", "--json", "--keys", str(keys)], environ={}, stdout=listing) == 0
+    (row,) = json.loads(listing.getvalue())
+    assert secret not in listing.getvalue()
+    removed = io.StringIO()
+    assert main(["keys", "remove", row["id"], "--keys", str(keys)], environ={}, stdout=removed) == 0
+    assert KeyStore(keys).lookup(secret) is None
+    assert main(["keys", "remove", row["id"], "--keys", str(keys)], environ={}, stderr=err) == 1

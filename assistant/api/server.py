@@ -399,6 +399,11 @@ def create_app() -> Starlette:
     settings = Settings.from_env(os.environ)
     retriever = open_retriever(settings)
     service = build_assistant(settings, searcher=retriever, embedder=retriever.embedder)
+    try:
+        # Load the model now, not on this worker's first question (a second or two).
+        retriever.embedder.embed(["warm-up"])
+    except AssistantError as exc:
+        logger.warning("the embedding model failed to load: %s", exc)
     keys = KeyStore(settings.api.keys_path(settings.store.path))
     if not keys.configured() and not settings.api.anonymous_loopback:
         logger.warning("no API key in %s: every request gets 401", keys.path)
