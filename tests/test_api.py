@@ -29,10 +29,16 @@ from openai.types.chat import ChatCompletionMessageParam
 
 from assistant.answering.prompt import SYSTEM_PROMPT
 from assistant.api.keys import KeyStore
-from assistant.api.protocol import SOURCES_HEADING, parse_chat_request
+from assistant.api.protocol import (
+    SOURCES_HEADING,
+    parse_chat_request,
+    source_entries,
+    sources_text,
+)
 from assistant.tokens import get_tokenizer
-from assistant.types import MAX_TURN_CHARS, MAX_TURNS
+from assistant.types import MAX_TURN_CHARS, MAX_TURNS, Answer, Citation
 from tests.conftest import ROOT, SAMPLE_POLICIES, free_port, run_ingest
+from tests.hit_factory import make_hit
 from tests.openai_server import FakeOpenAIServer, Reply
 
 QUESTION = "What is the emergency loan interest rate?"
@@ -481,3 +487,45 @@ def test_keys_command_prints_the_key_once_and_stores_only_its_hash(tmp_path: Pat
     assert main(["keys", "remove", row["id"], "--keys", str(keys)], environ={}, stdout=removed) == 0
     assert KeyStore(keys).lookup(secret) is None
     assert main(["keys", "remove", row["id"], "--keys", str(keys)], environ={}, stderr=err) == 1
+
+
+def test_the_source_list_escapes_document_text_and_links_to_the_public_viewer() -> None:
+    hostile = make_hit(
+        1,
+        "Annual leave is 25 days.",
+        title="![x](http://evil.example/t.png) <b>Leave</b>",
+        heading_path=("Leave Policy", "Annual leave"),
+        source="hr/leave policy.md",
+        anchor="annual-leave",
+    )
+    other = make_hit(2, "Sick leave.", heading_path=("Leave Policy", "Sick leave"))
+    answer = Answer("q", "Annual leave is 25 days [1].", (hostile, other), (Citation(1, hostile),))
+    entries = source_entries(answer, public_url="https://policies.example.org")
+    assert [(e["n"], e["cited"]) for e in entries] == [(1, True), (2, False)]
+    assert entries[0]["url"] == "https://policies.example.org/doc/hr/leave%20policy.md#annual-leave"
+    text = sources_text(entries)
+    assert text.startswith(SOURCES_HEADING)
+    (line,) = text[len(SOURCES_HEADING) :].splitlines()  # only the cited source is listed
+    assert "![x](" not in line
+    assert "<b>" not in line
+    assert line.endswith(
+        "Annual leave · effective 2024-01-01 · "
+        "[open section](https://policies.example.org/doc/hr/leave%20policy.md#annual-leave)"
+    )
+    assert source_entries(answer, public_url="")[0]["url"] is None
+    assert "open section" not in sources_text(source_entries(answer, public_url=""))
+
+
+def test_a_model_failing_mid_stream_ends_the_answer_with_a_note(
+    model_api: ApiServer, model_server: FakeOpenAIServer
+) -> None:
+    model_server.enqueue(Reply(text="Emergency loans cost 12% [1] and more.", fault="drop"))
+    body = {"messages": [{"role": "user", "content": QUESTION}], "stream": True}
+    payloads = _sse_events(_post(model_api, body))
+    assert payloads[-1] == "[DONE]"
+    chunks = [json.loads(p) for p in payloads[:-1]]
+    text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks)
+    assert text.startswith("Emerg")
+    assert "\n\n*" in text  # the model's error, as the chat shows it
+    assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
+    assert "sources" in chunks[-1]

@@ -96,11 +96,6 @@ class Gate:
                 return
         self._free += 1
 
-    @property
-    def busy(self) -> bool:
-        """Return whether every slot is taken."""
-        return self._free == 0
-
 
 def _error(status: int, message: str, *, kind: str, code: str, param: str = "") -> JSONResponse:
     headers = {"Retry-After": "1"} if status in (429, 503) else None
