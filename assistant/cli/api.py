@@ -138,8 +138,12 @@ def _serve(
 
         app = build_app(settings)
         print(f"Policy assistant chat at {app.launch()}", file=out, flush=True)
-    from assistant.api.server import serve
-
+    try:
+        from assistant.api.server import serve
+    except ImportError as exc:
+        message = f"error: the API needs starlette and uvicorn ({exc}): pip install '.[api]'"
+        print(message, file=sys.stderr)
+        return EXIT_FAILED
     api = settings.api
     print(
         f"Policy assistant API at http://{api.host}:{api.port}/v1 "
