@@ -348,6 +348,7 @@ def test_no_index_answers_503_and_no_key_means_the_api_is_off(tmp_path: Path) ->
         secret, _ = KeyStore(keys).add("bob")  # the running server sees the new key
         error = _assert_error(_post(api, question, secret), 503, "index_not_found")
         assert "ingest" in error["message"]
+        assert str(tmp_path) not in error["message"]  # no server path leaks to clients
     finally:
         api.stop()
 

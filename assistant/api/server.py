@@ -57,6 +57,10 @@ logger = logging.getLogger(__name__)
 
 OWNER = "policy-assistant"
 WORKER_HEADER = "X-Assistant-Worker"
+NO_INDEX_MESSAGE = (
+    "There is no search index yet: an administrator must run `python ingest.py`. "
+    "The API answers from the next request on, with no restart."
+)
 _SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
@@ -131,7 +135,9 @@ class _Api:
             # with anonymous calls enabled a key that matches nothing is no key.
             return ANONYMOUS
         if not self.keys.configured():
-            problem = f" ({self.keys.problem})" if self.keys.problem else ""
+            # The problem itself names a server path: it is in the server's log.
+            broken = " (the keys file is not valid; see the server log)"
+            problem = broken if self.keys.problem else ""
             return _error(
                 401,
                 "The API is off: no API key is configured"
@@ -283,11 +289,14 @@ async def _answer(api: _Api, request: ChatRequest, user: User) -> Response:
         )
     except IndexNotFoundError as exc:
         api.gate.leave()
-        return _error(503, str(exc), kind="server_error", code="index_not_found")
+        logger.warning("API asked before an index exists: %s", exc)
+        return _error(503, NO_INDEX_MESSAGE, kind="server_error", code="index_not_found")
     except AssistantError as exc:
         api.gate.leave()
+        # Store and model errors name paths and hosts: the client gets the kind only.
         logger.warning("API answer failed before streaming: %s", exc)
-        return _error(500, str(exc)[:500], kind="server_error", code="answer_failed")
+        message = f"The assistant could not answer ({type(exc).__name__}); see the server log."
+        return _error(500, message, kind="server_error", code="answer_failed")
     except BaseException:
         api.gate.leave()
         raise
@@ -359,7 +368,7 @@ async def _events(api: _Api, request: ChatRequest, stream: AnswerStream) -> Asyn
         answer = await run_in_threadpool(stream.answer)
     except AssistantError as exc:
         logger.warning("API answer failed while streaming: %s", exc)
-        failure = f"Sorry, the assistant could not finish the answer: {str(exc)[:300]}"
+        failure = f"Sorry, the assistant could not finish the answer ({type(exc).__name__})."
         answer = Answer(request.question, "".join(streamed), stream.result.hits, citations=())
     finally:
         stream.close()
