@@ -32,6 +32,9 @@ ASSISTANT_CONTEXT_TOKENS       prompt budget in tokens
 ASSISTANT_HOST / _PORT         where the UI listens (127.0.0.1:7860)
 ASSISTANT_AUTH                 ``user:password`` pairs separated by ``,`` to require a login
 ASSISTANT_CONCURRENCY          chats answered at once
+ASSISTANT_USERS                users and groups file (TOML, bcrypt hashes; docs/access.md)
+ASSISTANT_TRUSTED_PROXIES      addresses whose X-Forwarded-User/-Groups headers are trusted
+ASSISTANT_DEFAULT_AUDIENCE     groups of documents no rule gives an audience (empty: everyone)
 =============================  =====================================================
 """
 
@@ -124,6 +127,8 @@ class StoreSettings:
     ssl: bool = False
     headers: tuple[tuple[str, str], ...] = ()
     collection: str = "policies"
+    # The audience of documents that name none (docs/access.md); () is everyone.
+    default_audience: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not 3 <= len(self.collection) <= 40:
@@ -264,6 +269,8 @@ class UISettings:
     auth: tuple[tuple[str, str], ...] = ()
     concurrency: int = 4
     share: bool = False
+    users_file: Path | None = None
+    trusted_proxies: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         _require(
@@ -315,6 +322,7 @@ class Settings:
                     variable="ASSISTANT_CHROMA_HEADERS",
                 ),
                 collection=env.text("ASSISTANT_COLLECTION", d.store.collection),
+                default_audience=_groups(env.text("ASSISTANT_DEFAULT_AUDIENCE", "")),
             ),
             embedding=EmbeddingSettings(
                 backend=env.text("ASSISTANT_EMBEDDING", d.embedding.backend),
@@ -347,6 +355,12 @@ class Settings:
                     env.text("ASSISTANT_AUTH", ""), ",", ":", variable="ASSISTANT_AUTH"
                 ),
                 concurrency=env.integer("ASSISTANT_CONCURRENCY", d.ui.concurrency),
+                users_file=Path(users) if (users := env.text("ASSISTANT_USERS", "")) else None,
+                trusted_proxies=tuple(
+                    p.strip()
+                    for p in env.text("ASSISTANT_TRUSTED_PROXIES", "").split(",")
+                    if p.strip()
+                ),
             ),
         )
         # Only for the variable: an evaluation sweep may still try longer chunks on purpose.
@@ -385,6 +399,20 @@ class _Env:
 
     def flag(self, name: str) -> bool:
         return self.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+_GROUP = re.compile(r"[a-z0-9][a-z0-9_.@+-]{0,63}")
+
+
+def _groups(raw: str) -> tuple[str, ...]:
+    names = sorted({g.strip().lower() for g in raw.split(",") if g.strip()})
+    for name in names:
+        _require(
+            bool(_GROUP.fullmatch(name)),
+            "ASSISTANT_DEFAULT_AUDIENCE",
+            f"{name!r} is not a valid group name",
+        )
+    return tuple(names)
 
 
 def _parse_pairs(
