@@ -51,6 +51,7 @@ OWNERS = {
     "filelock": "assistant.index.lock",
     "tqdm": "assistant.cli.ingest",
     "matplotlib": "assistant.cli.evaluate",
+    "bcrypt": "assistant.users",
 }
 
 

@@ -129,8 +129,8 @@ class DocumentViewer:
         if readable is None:
             roots = self._roots
         else:
-            root = readable.get(relative.as_posix())
-            roots = (Path(root).resolve(),) if root else ()
+            indexed_root = readable.get(relative.as_posix())
+            roots = (Path(indexed_root).resolve(),) if indexed_root else ()
         for root in roots:
             candidate = root.joinpath(*relative.parts)
             try:
