@@ -28,7 +28,7 @@ from assistant.config import Settings
 from assistant.errors import AssistantError, IndexNotFoundError
 from assistant.protocols import AnswerStream, ChatService
 from assistant.types import ANONYMOUS, SearchFilters, Turn, User
-from assistant.users import Directory
+from assistant.users import Directory, load_directory
 from assistant.web.format import (
     escape_markdown,
     history_to_turns,
@@ -372,9 +372,11 @@ def launch(
         The local URL, e.g. ``http://127.0.0.1:7860/``.
     """
     _preload_matplotlib()
-    auth: Any = list(settings.ui.auth) or None
-    if directory is not None:
-        auth = directory.authenticate if directory.has_logins else None
+    if directory is None:
+        directory = load_directory(
+            None, auth_pairs=settings.ui.auth, trusted_proxies=settings.ui.trusted_proxies
+        )
+    auth = directory.authenticate if directory.has_logins else None
     _, local_url, _ = demo.launch(
         server_name=settings.ui.host,
         server_port=settings.ui.port,
