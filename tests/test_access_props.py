@@ -54,7 +54,7 @@ class Doc:
 
     @property
     def markers(self) -> tuple[str, ...]:
-        return tuple(self.marker(k) for k in "tbhg") + (self.source,)
+        return (*tuple(self.marker(k) for k in "tbhg"), self.source)
 
 
 docs_strategy = st.lists(
