@@ -101,15 +101,15 @@ def test_two_users_at_once_and_an_audience_changed_while_running(served: Served)
             assert "florins" not in seen_by_bob
             assert "salaries" not in seen_by_bob
             assert "Salary Bands" not in seen_by_bob
-            assert bob.goto(served.url + "/doc/hr/salaries.md").status == 404  # type: ignore[union-attr]
-            assert ann.goto(served.url + "/doc/hr/salaries.md").status == 200  # type: ignore[union-attr]
+            assert bob.goto(served.url + "/doc/hr/salaries.md").status == 404
+            assert ann.goto(served.url + "/doc/hr/salaries.md").status == 200
 
             (served.docs / ".access").write_text("hr/** -> payroll\n", encoding="utf-8")
             ingest([served.docs], settings=served.settings, embedder=FakeEmbedder())
             ann.goto(served.url + "/", wait_until="load")
             after = _ask(ann, QUESTION, answers=1)
             assert "florins" not in after
-            assert ann.goto(served.url + "/doc/hr/salaries.md").status == 404  # type: ignore[union-attr]
+            assert ann.goto(served.url + "/doc/hr/salaries.md").status == 404
         finally:
             browser.close()
             (served.docs / ".access").write_text("hr/** -> hr\n", encoding="utf-8")
