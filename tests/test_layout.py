@@ -28,7 +28,7 @@ STAGES = (
     "web",
     "cli",
 )
-FOUNDATION = {"types", "errors", "config", "protocols", "tokens", "words", "openai_api"}
+FOUNDATION = {"types", "errors", "config", "protocols", "tokens", "words", "openai_api", "users"}
 # Each outside library and the one module allowed to import it.
 OWNERS = {
     "chromadb": "assistant.index.chroma",
