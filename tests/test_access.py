@@ -324,3 +324,28 @@ def test_gradio_chat_runs_as_the_logged_in_user(served: tuple) -> None:  # type:
     )
     assert "not in the index" in refused
     assert re.search(r"Plumtree|Board Minutes", refused) is None
+
+
+def test_trusted_proxy_headers_name_the_user_of_viewer_and_chat(tmp_path: Path) -> None:
+    from gradio_client import Client
+
+    docs = write(tmp_path / "docs", CORPUS)
+    (docs / ".access").write_text(ACCESS, encoding="utf-8")
+    settings = settings_for(tmp_path / "idx")
+    ingest([docs], settings=settings, embedder=FakeEmbedder())
+    settings = replace(settings, ui=UISettings(port=free_port(), trusted_proxies=("127.0.0.1",)))
+    app = build_app(settings, doc_roots=[docs], embedder=FakeEmbedder())
+    url = app.launch().rstrip("/")
+    try:
+        as_hr = {"X-Forwarded-User": "ann", "X-Forwarded-Groups": "HR"}
+        request = urllib.request.Request(url + "/doc/hr/salaries.md", headers=as_hr)
+        with urllib.request.urlopen(request, timeout=10) as response:
+            assert response.status == 200
+        assert anonymous(url, "/doc/hr/salaries.md", "GET")[0] == 404
+        client = Client(url, headers=as_hr, verbose=False)
+        answer = client.submit("What does the zorbex band pay?", [], [], 4, api_name="/chat")
+        assert "florins" in json.dumps(answer.result(timeout=60))
+        plain = Client(url, verbose=False).submit("zorbex band pay?", [], [], 4, api_name="/chat")
+        assert "florins" not in json.dumps(plain.result(timeout=60))
+    finally:
+        app.demo.close()
