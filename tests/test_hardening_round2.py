@@ -360,7 +360,7 @@ def filter_app() -> Iterator[tuple[str, FakeService, list[tuple[str, str]]]]:
         settings=settings,
         sources=list(sources),
         tags=list(tags),
-        catalog=lambda: (sources, tags + (["hr"] if len(sources) > 1 else [])),
+        catalog=lambda user: (sources, tags + (["hr"] if len(sources) > 1 else [])),
     )
     url = launch(demo, settings=settings, viewer=DocumentViewer(roots=[ROOT / "data" / "policies"]))
     try:

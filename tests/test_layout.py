@@ -29,7 +29,7 @@ STAGES = (
     "api",
     "cli",
 )
-FOUNDATION = {"types", "errors", "config", "protocols", "tokens", "words", "openai_api"}
+FOUNDATION = {"types", "errors", "config", "protocols", "tokens", "words", "openai_api", "users"}
 # Each outside library and the one module allowed to import it (starlette: the chat's
 # routes and the API's server are two servers, each owning its routes).
 OWNERS: dict[str, str | tuple[str, ...]] = {
@@ -54,6 +54,7 @@ OWNERS: dict[str, str | tuple[str, ...]] = {
     "filelock": "assistant.index.lock",
     "tqdm": "assistant.cli.ingest",
     "matplotlib": "assistant.cli.evaluate",
+    "bcrypt": "assistant.users",
 }
 
 

@@ -147,14 +147,14 @@ def test_viewer_and_formatting_do_not_import_gradio() -> None:
 
 
 def test_with_a_catalog_only_indexed_sources_are_shown(root: Path) -> None:
-    viewer = DocumentViewer(roots=[root], catalog=lambda: {"hr/leave.md": str(root)})
+    viewer = DocumentViewer(roots=[root], catalog=lambda user: {"hr/leave.md": str(root)})
 
     assert viewer.page("hr/leave.md").status == 200
     assert viewer.page("hours.txt").status == 404  # on disk, but not indexed
 
 
 def test_a_catalog_root_is_still_checked_for_escapes(root: Path, tmp_path: Path) -> None:
-    viewer = DocumentViewer(roots=[], catalog=lambda: {"escape.md": str(root)})
+    viewer = DocumentViewer(roots=[], catalog=lambda user: {"escape.md": str(root)})
 
     page = viewer.page("escape.md")
 
@@ -162,10 +162,12 @@ def test_a_catalog_root_is_still_checked_for_escapes(root: Path, tmp_path: Path)
     assert "secret outside" not in page.html
 
 
-def test_without_an_index_the_configured_roots_apply(root: Path) -> None:
-    def no_index() -> dict[str, str]:
+def test_without_an_index_nothing_is_shown(root: Path) -> None:
+    """D8: the configured roots never stand in for a catalog that cannot be read."""
+
+    def no_index(user: object) -> dict[str, str]:
         raise IndexNotFoundError("run `python ingest.py` first")
 
     viewer = DocumentViewer(roots=[root], catalog=no_index)
 
-    assert viewer.page("hours.txt").status == 200
+    assert viewer.page("hours.txt").status == 404

@@ -114,4 +114,5 @@ def index_embedder(searcher: Searcher) -> Embedder | None:
     """Return the embedding model behind a `Retriever` (the offline answerer ranks with it)."""
     from assistant.retrieval.retriever import Retriever
 
-    return searcher.embedder if isinstance(searcher, Retriever) else None
+    inner = getattr(searcher, "wrapped", searcher)  # a searcher bound to a user (cli.access)
+    return inner.embedder if isinstance(inner, Retriever) else None

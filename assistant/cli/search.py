@@ -33,6 +33,7 @@ from assistant.cli._common import (
     report_error,
     settings_with_index,
 )
+from assistant.cli.access import add_users_parser, bind, cli_user, run_users
 from assistant.config import EmbeddingSettings, Settings
 from assistant.errors import AssistantError, ConfigError
 from assistant.protocols import Embedder, Searcher
@@ -60,6 +61,12 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--section-tokens", type=int, help="small-to-big section budget")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging")
+    parser.add_argument(
+        "--as",
+        dest="as_user",
+        metavar="USER",
+        help="search as this user of ASSISTANT_USERS (default: the operator, who reads all)",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -99,6 +106,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("--misses", action="store_true", help="with --answers: list each failure")
     _add_common(ev)
+    access = commands.add_parser("access", help="see what a user gets")
+    check = access.add_subparsers(dest="action", required=True).add_parser(
+        "check", help="answer a question as USER would see it"
+    )
+    check.add_argument("user")
+    check.add_argument("question")
+    check.set_defaults(source=[], tag=[], k=None)
+    _add_common(check)
+    add_users_parser(commands)
     from assistant.cli.api import add_api_commands
 
     add_api_commands(commands)
@@ -161,12 +177,17 @@ def main(
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     configure_logging(args.verbose)
     io = _IO(stdin or lenient_stdin(), stdout or sys.stdout)
+    env = os.environ if environ is None else environ
     if args.command in ("keys", "serve"):
         from assistant.cli.api import run_api_command
 
-        return run_api_command(args, os.environ if environ is None else environ, io.out, err)
+        return run_api_command(args, env, io.out, err)
     try:
-        settings = settings_from_args(args, os.environ if environ is None else environ)
+        if args.command == "users":
+            return run_users(args, Settings.from_env(env), stdin=io.stdin, out=io.out)
+        settings = settings_from_args(args, env)
+        name = args.user if args.command == "access" else args.as_user
+        searcher_factory = bind(searcher_factory, cli_user(name, settings))
         if args.command == "eval":
             from assistant.cli.evaluate import run_eval
 
@@ -177,7 +198,7 @@ def main(
                 searcher_factory=searcher_factory,
                 embedder_factory=embedder_factory,
             )
-        if args.command == "ask":
+        if args.command in ("ask", "access"):
             from assistant.cli.ask import run_ask
 
             return run_ask(

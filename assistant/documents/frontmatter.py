@@ -7,10 +7,12 @@ or containing YAML anchors/aliases (the "billion laughs" pattern) is refused.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass
 
 import yaml
 
+from assistant.documents.access import parse_groups
 from assistant.errors import DocumentError
 from assistant.types import DocMeta
 
@@ -89,7 +91,29 @@ def parse_front_matter(front: FrontMatter, *, source: str) -> DocMeta:
         tags=_tags(data.get("tags")),
         url=_text(data.get("url")),
         supersedes=_text(supersedes),
+        audience=_audience(data, front.yaml_text, source=source),
     )
+
+
+_AUDIENCE_KEYS = ("audience", "access")
+
+
+def _audience(data: dict[object, object], yaml_text: str, *, source: str) -> tuple[str, ...] | None:
+    """Return the front matter's audience, None when it names none (the access file decides)."""
+    keys = [key for key in _AUDIENCE_KEYS if key in data]
+    if not keys:
+        return None
+    line = _line_of(yaml_text, keys[0])
+    if len(keys) > 1:
+        reason = f"front matter line {line}: give 'audience' or 'access', not both"
+        raise DocumentError(source, reason)
+    return parse_groups(data[keys[0]], where=f"front matter line {line}", source=source)
+
+
+def _line_of(yaml_text: str, key: str) -> int:
+    """Return the file line of top-level ``key`` (+2: the opening delimiter is line 1)."""
+    match = re.search(rf"^{key}\s*:", yaml_text, re.MULTILINE)
+    return yaml_text.count("\n", 0, match.start()) + 2 if match else 1
 
 
 def _load_yaml(yaml_text: str, *, source: str) -> dict[object, object]:

@@ -30,6 +30,7 @@ import shutil
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 import chromadb
@@ -40,7 +41,14 @@ from chromadb.errors import ChromaError, NotFoundError
 
 from assistant.config import StoreSettings
 from assistant.errors import IndexMismatchError, IndexNotFoundError, StoreError
-from assistant.index.codec import ChunkRecord, MetadataValue, decode_chunk, decode_doc_meta
+from assistant.index.codec import (
+    ADMIN_ONLY,
+    ChunkRecord,
+    MetadataValue,
+    decode_audience,
+    decode_chunk,
+    decode_doc_meta,
+)
 from assistant.index.files import (
     damage_hint,
     describe_location,
@@ -367,6 +375,10 @@ class ChromaIndex:
             if chunk.source not in docs:
                 docs[chunk.source] = decode_doc_meta(metadata)
                 roots[chunk.source] = str(metadata.get("root", ""))
+            elif decode_audience(metadata) != docs[chunk.source].audience:
+                # Chunks of one document that disagree (a half-written document, a
+                # damaged row): the whole document is restricted to administrators.
+                docs[chunk.source] = replace(docs[chunk.source], audience=ADMIN_ONLY)
         order = sorted(range(len(chunks)), key=lambda i: (chunks[i].source, chunks[i].ordinal))
         matrix = np.asarray(vectors, dtype=np.float32).reshape(-1, self.dimension)
         return IndexSnapshot(

@@ -13,9 +13,20 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from assistant.types import Chunk, DocMeta, Document, compose_chunk_text
+from assistant.types import ADMIN_GROUP, Chunk, DocMeta, Document, compose_chunk_text
 
-__all__ = ["ChunkRecord", "MetadataValue", "decode_chunk", "decode_doc_meta", "encode_chunk"]
+__all__ = [
+    "ADMIN_ONLY",
+    "ChunkRecord",
+    "MetadataValue",
+    "decode_audience",
+    "decode_chunk",
+    "decode_doc_meta",
+    "encode_chunk",
+]
+
+# What a chunk whose stored audience cannot be read is restricted to (fail closed).
+ADMIN_ONLY = (ADMIN_GROUP,)
 
 MetadataValue = str | int | float | bool
 
@@ -77,6 +88,7 @@ def encode_chunk(
         "supersedes": meta.supersedes,
         "tags": ",".join(meta.tags),
         "tags_json": json.dumps(list(meta.tags), ensure_ascii=False),
+        "audience_json": json.dumps(list(meta.audience or ()), ensure_ascii=False),
         "indexed_at": indexed_at,
     }
     return ChunkRecord(chunk.chunk_id, chunk.text, metadata)
@@ -123,4 +135,24 @@ def decode_doc_meta(metadata: Mapping[str, MetadataValue]) -> DocMeta:
         url=str(metadata.get("url", "")),
         supersedes=str(metadata.get("supersedes", "")),
         date_source=str(metadata.get("date_source", "")),
+        audience=decode_audience(metadata),
     )
+
+
+def decode_audience(metadata: Mapping[str, MetadataValue]) -> tuple[str, ...]:
+    """Return the groups that may read a stored chunk; `ADMIN_ONLY` when unreadable.
+
+    A row without the field was written before audiences existed (every document
+    was public then), so it reads as everyone; anything present but not a list of
+    non-empty strings fails closed.
+    """
+    raw = metadata.get("audience_json")
+    if raw is None:
+        return ()
+    try:
+        value = json.loads(str(raw))
+    except ValueError:
+        return ADMIN_ONLY
+    if not isinstance(value, list) or not all(isinstance(g, str) and g for g in value):
+        return ADMIN_ONLY
+    return tuple(value)

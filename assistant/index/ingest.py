@@ -24,6 +24,7 @@ import numpy as np
 
 from assistant.chunking.chunker import chunk_document
 from assistant.config import Settings
+from assistant.documents.access import AccessRuleError, AccessRules, read_rules
 from assistant.documents.loading import check_file, discover, load_document, read_file
 from assistant.errors import DocumentError, EmptyDocumentError
 from assistant.index.chroma import ChromaIndex
@@ -131,7 +132,7 @@ def _execute(
 ) -> IngestReport:
     started = time.perf_counter()
     stored = run.index.stored_documents() if run.index.exists() else {}
-    candidates, problems = _scan(roots, signature=_signature(run))
+    candidates, problems = _scan(roots, run=run)
     plan = make_plan(candidates, stored, roots=roots, prune=prune, problems=problems)
     run.problems.extend(problems)
     run.timed("scan", started)
@@ -161,33 +162,62 @@ def _execute(
     return _report(run, plan, stored, dry_run=False, planned_chunks=0)
 
 
-def _signature(run: _Run) -> str:
+def _signature(run: _Run, rule_audience: tuple[str, ...] | None = None) -> str:
     chunking = run.settings.chunking
-    return (
+    signature = (
         f"pipeline={PIPELINE_VERSION};tokens={chunking.max_tokens};overlap={chunking.overlap};"
         f"min={chunking.min_tokens};encoding={chunking.encoding};embedder={run.embedder.identity}"
     )
+    # The audience from outside the file is part of the key, so changing only it
+    # re-ingests the document; front matter audiences are in the bytes already. Both
+    # parts are left out when unset, so indexes written before audiences keep their keys.
+    if rule_audience is not None:
+        signature += ";audience=" + ",".join(rule_audience)
+    default = run.settings.store.default_audience
+    if default:
+        signature += ";default-audience=" + ",".join(default)
+    return signature
 
 
-def _scan(roots: Sequence[Path], *, signature: str) -> tuple[list[Candidate], list[Problem]]:
+def _rules_of(roots: Sequence[Path]) -> dict[Path, AccessRules | AccessRuleError]:
+    rules: dict[Path, AccessRules | AccessRuleError] = {}
+    for root in roots:
+        try:
+            rules[root] = read_rules(root)
+        except AccessRuleError as exc:
+            logger.error("%s", exc)
+            rules[root] = exc
+    return rules
+
+
+def _scan(roots: Sequence[Path], *, run: _Run) -> tuple[list[Candidate], list[Problem]]:
     candidates: list[Candidate] = []
     problems: list[Problem] = []
     owner: dict[str, Path] = {}
+    rules = _rules_of(roots)
     for root, path in discover(roots):
         source = path.relative_to(root).as_posix()
         if source in owner and owner[source] != root:
             problems.append(Problem(source, f"also found under {owner[source]}; skipped {path}"))
             continue
         owner[source] = root
+        governing = rules.get(root, AccessRules())
+        if isinstance(governing, AccessRuleError):
+            # Fail closed: without its audience a document is not written at all.
+            problems.append(Problem(source, f"access rules {governing}; not ingested"))
+            continue
+        audience = governing.audience_of(source)
         try:
-            key = doc_key(check_file(path, root=root, source=source), signature=signature)
+            key = doc_key(
+                check_file(path, root=root, source=source), signature=_signature(run, audience)
+            )
         except DocumentError as exc:
             problems.append(Problem(source, exc.reason))
             continue
         except OSError as exc:
             problems.append(Problem(source, f"cannot read file: {exc.strerror or exc}"))
             continue
-        candidates.append(Candidate(root, path, source, key))
+        candidates.append(Candidate(root, path, source, key, audience))
     return candidates, problems
 
 
@@ -246,10 +276,11 @@ def _parse_one(
     # The file is read again long after the scan hashed it (a later embedding group can
     # wait minutes); store the key of the bytes parsed, so an edit in between, even one
     # undone later, makes the next run see a change.
-    key = key_of(data, signature=_signature(run))
+    key = key_of(data, signature=_signature(run, candidate.rule_audience))
     if key != candidate.doc_key:
         logger.info("%s changed during the ingest: storing the version parsed", candidate.source)
         candidate = replace(candidate, doc_key=key)
+    document = _with_audience(document, candidate, default=run.settings.store.default_audience)
     chunks = chunk_document(
         document, settings=run.settings.chunking, tokenizer=tokenizer, window=window
     )
@@ -258,6 +289,16 @@ def _parse_one(
         run.skipped.append(Problem(candidate.source, "no text to index"))
         return None
     return _Parsed(candidate, document, _flag_oversize(run, chunks))
+
+
+def _with_audience(
+    document: Document, candidate: Candidate, *, default: tuple[str, ...]
+) -> Document:
+    """Resolve the audience: front matter, else the access file's rule, else the default."""
+    audience = document.meta.audience
+    if audience is None:
+        audience = candidate.rule_audience if candidate.rule_audience is not None else default
+    return replace(document, meta=replace(document.meta, audience=audience))
 
 
 def _flag_oversize(run: _Run, chunks: tuple[Chunk, ...]) -> tuple[Chunk, ...]:

@@ -27,6 +27,8 @@ class Candidate:
     path: Path
     source: str
     doc_key: str
+    # The access file's audience for it (None: no rule matched), part of doc_key.
+    rule_audience: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

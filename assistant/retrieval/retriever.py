@@ -47,7 +47,7 @@ from assistant.retrieval.nomatch import (
     term_coverage,
     unknown_words,
 )
-from assistant.retrieval.view import SearchView, dense_scores
+from assistant.retrieval.view import Readable, SearchView
 from assistant.tokens import Tokenizer
 from assistant.types import ANONYMOUS, Chunk, Hit, IndexSnapshot, SearchFilters, SearchResult, User
 from assistant.words import valid_unicode
@@ -78,6 +78,7 @@ class _Run:
     k: int
     filters: SearchFilters | None
     started: float
+    readable: Readable
     mask: npt.NDArray[np.bool_] | None = None
     scores: _Scores = field(default_factory=_Scores)
     kept: list[int] = field(default_factory=list)
@@ -143,7 +144,8 @@ class Retriever:
             question: The question as the user typed it.
             k: How many hits (default ``settings.top_k``).
             filters: Restrict to sources, tags or an effective-date range.
-            user: Who asks (no document has an audience yet: everyone reads every row).
+            user: Who asks: only the rows ``user`` may read are scored, counted in the
+                BM25 statistics, expanded, traced or named (`SearchView.readable`).
 
         Returns:
             The hits with section text, whether the best is below ``min_score``,
@@ -158,33 +160,44 @@ class Retriever:
         view = self._current_view()
         k = self.settings.top_k if k is None else max(1, k)
         # Tokenizers raise on lone surrogates; whatever the caller passes is searchable.
-        run = _Run(valid_unicode(question), view, k, filters, started=started)
+        readable = view.readable(user)
+        run = _Run(valid_unicode(question), view, k, filters, started=started, readable=readable)
         for step in (self._restrict, self._score, self._fuse, self._expand, self._judge):
             step(run)
         return self._result(run)
 
     def _restrict(self, run: _Run) -> None:
-        """Step 1: the rows the filters allow (None: every row)."""
-        run.mask = run.view.mask(run.filters)
-        if run.mask is not None:
-            eligible = f"{int(run.mask.sum())} of {run.mask.size} chunks eligible"
+        """Step 1: the rows the user may read and the filters allow (None: every row)."""
+        access, filtered = run.readable.mask, run.view.mask(run.filters)
+        if access is not None and filtered is not None:
+            run.mask = access & filtered
+        else:
+            run.mask = access if filtered is None else filtered
+        if filtered is not None and run.mask is not None:
+            # Counts of readable rows only: the total would tell how much is hidden.
+            eligible = f"{int(run.mask.sum())} of {run.readable.count} chunks eligible"
             run.trace.append(f"filters: {eligible} ({run.filters})")
         if run.filters is not None and (run.filters.date_from or run.filters.date_to):
-            run.trace.append("dates: " + _dates_label(run.view))
+            run.trace.append("dates: " + _dates_label(run.view, run.readable))
 
     def _score(self, run: _Run) -> None:
         """Step 2: dense and lexical scores of the eligible rows, and each one's top rows."""
-        out, view, mask = run.scores, run.view, run.mask
+        out, mask = run.scores, run.mask
         mode = self.settings.mode
         if mode != "lexical":
             with run.timed("embed"):
                 query = np.asarray(self._embedder.embed([run.question])[0], dtype=np.float32)
             with run.timed("dense"):
-                out.dense = dense_scores(view.snapshot.vectors, query, mask)
+                dense = run.readable.dense(query, len(run.chunks))
+                if mask is not None and mask is not run.readable.mask:
+                    dense = np.where(mask, dense, np.float32(-np.inf))
+                out.dense = dense
                 out.dense_top = top_rows(out.dense, CANDIDATES)
         if mode != "dense":
             with run.timed("lexical"):
-                lexical = view.lexical.scores(run.question, title_weight=self.settings.title_weight)
+                lexical = run.readable.lexical_scores(
+                    run.question, title_weight=self.settings.title_weight, size=len(run.chunks)
+                )
                 if mask is not None:
                     lexical = np.where(mask, lexical, np.float32(0))
                 out.lexical = lexical
@@ -193,7 +206,7 @@ class Retriever:
 
     def _fuse(self, run: _Run) -> None:
         """Step 3: fuse the candidates, demote neighbours and superseded versions, drop repeats."""
-        scores, chunks, view = run.scores, run.chunks, run.view
+        scores, chunks, replaced_by = run.scores, run.chunks, run.readable.replaced_by
         with run.timed("fuse"):
             candidates = list(dict.fromkeys([*scores.dense_top, *scores.lexical_top]))
             fused = fuse_scores(
@@ -205,11 +218,11 @@ class Retriever:
             fused = demote_neighbours(fused, chunks, penalty=self.settings.neighbour_penalty)
             scores.fused = dict(fused)
             order = demote_superseded(
-                fused, source_of=lambda r: chunks[r].source, replaced_by=view.replaced_by
+                fused, source_of=lambda r: chunks[r].source, replaced_by=replaced_by
             )
             run.kept, dropped = collapse_near_duplicates(order, chunks)
             run.trace.append("fused: " + _rows_label(order[:10], chunks))
-            demoted = [r for r in run.kept if chunks[r].source in view.replaced_by]
+            demoted = [r for r in run.kept if chunks[r].source in replaced_by]
             if demoted:
                 run.trace.append("superseded, demoted: " + _rows_label(demoted[:10], chunks))
             if dropped:
@@ -218,11 +231,11 @@ class Retriever:
     def _expand(self, run: _Run) -> None:
         """Step 4: the top ``k`` rows as hits, each with its section text (small to big)."""
         with run.timed("expand"):
-            run.hits = self._hits(run.view, run.kept[: run.k], run.scores)
+            run.hits = self._hits(run, run.kept[: run.k])
 
     def _judge(self, run: _Run) -> None:
         """Step 5: decide "no good match" and say why in the trace."""
-        run.verdict = self._verdict(run.view, run.question, run.kept, run.scores, run.hits)
+        run.verdict = self._verdict(run)
         s = self.settings
         run.trace.append(
             run.verdict.explain(
@@ -250,26 +263,17 @@ class Retriever:
             no_good_match=verdict.no_good_match,
             trace=tuple(run.trace),
             no_match_reason=verdict.reason(question=question, min_score=self.settings.min_score),
-            unknown_words=unknown_words(
-                question, verdict.missing, run.view.lexical.document_frequency
-            ),
+            unknown_words=unknown_words(question, verdict.missing, run.readable.document_frequency),
         )
 
-    def _verdict(
-        self,
-        view: SearchView,
-        question: str,
-        kept: Sequence[int],
-        scores: _Scores,
-        hits: Sequence[Hit],
-    ) -> NoMatchVerdict:
+    def _verdict(self, run: _Run) -> NoMatchVerdict:
         """Judge "no good match" from term coverage of the top hits and the top cosine."""
-        chunks = view.snapshot.chunks
+        chunks, scores, hits = run.chunks, run.scores, run.hits
         coverage, missing = term_coverage(
-            content_terms(question),
-            (chunks[r].text for r in kept[:COVERAGE_HITS]),
-            document_frequency=view.lexical.document_frequency,
-            documents=len(chunks),
+            content_terms(run.question),
+            (chunks[r].text for r in run.kept[:COVERAGE_HITS]),
+            document_frequency=run.readable.document_frequency,
+            documents=run.readable.count,
         )
         top_cosine = None
         if scores.dense is not None and scores.dense_top:
@@ -305,7 +309,8 @@ class Retriever:
                 self._view = view
             return view
 
-    def _hits(self, view: SearchView, rows: Sequence[int], scores: _Scores) -> list[Hit]:
+    def _hits(self, run: _Run, rows: Sequence[int]) -> list[Hit]:
+        view, scores, replaced_by = run.view, run.scores, run.readable.replaced_by
         hits: list[Hit] = []
         seen_sections: set[SectionKey] = set()
         budget = self.settings.section_tokens
@@ -329,14 +334,14 @@ class Retriever:
                         fused=scores.fused.get(row, 0.0),
                         dense=dense,
                         lexical=lexical,
-                        superseded=chunk.source in view.replaced_by,
+                        superseded=chunk.source in replaced_by,
                     ),
                     title=meta.title if meta else chunk.source,
                     effective_date=meta.effective_date if meta else "",
                     dense_score=dense or 0.0,
                     lexical_score=lexical or 0.0,
                     section_text=section,
-                    superseded=chunk.source in view.replaced_by,
+                    superseded=chunk.source in replaced_by,
                     tags=meta.tags if meta else (),
                 )
             )
@@ -351,15 +356,15 @@ def _check_dimension(snapshot: IndexSnapshot, embedder: Embedder) -> None:
         )
 
 
-def _dates_label(view: SearchView, limit: int = 12) -> str:
-    """Each document's date and where it came from, so a date filter's cuts can be read."""
+def _dates_label(view: SearchView, readable: Readable, limit: int = 12) -> str:
+    """Each readable document's date and where it came from, so a date filter can be read."""
     labels = []
-    for source in view.sources[:limit]:
+    for source in readable.sources[:limit]:
         meta = view.snapshot.docs.get(source)
         date = (meta.effective_date or meta.updated_date) if meta else ""
         where = f" ({meta.date_source})" if meta and meta.date_source else ""
         labels.append(f"{source} {date or 'undated'}{where}")
-    more = len(view.sources) - limit
+    more = len(readable.sources) - limit
     return "; ".join(labels) + (f"; and {more} more" if more > 0 else "")
 
 

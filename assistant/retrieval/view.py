@@ -7,6 +7,8 @@ section for small-to-big expansion, and which documents are superseded.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -16,11 +18,63 @@ from assistant.retrieval.expansion import SectionKey, SectionText, section_key
 from assistant.retrieval.fusion import superseded_by
 from assistant.retrieval.lexical import FieldedLexicalIndex, path_words
 from assistant.tokens import Tokenizer
-from assistant.types import Chunk, DocMeta, IndexSnapshot, SearchFilters
+from assistant.types import Chunk, DocMeta, IndexSnapshot, SearchFilters, User
 
-__all__ = ["SearchView", "dense_scores", "title_field"]
+__all__ = ["Readable", "SearchView", "dense_scores", "title_field"]
 
 _SECTION_CACHE = 4096
+# Distinct audience classes (sets of readable documents) kept per generation; a
+# deployment has a handful (one per combination of groups its users have).
+_READABLE_CACHE = 16
+
+
+@dataclass(frozen=True, slots=True)
+class Readable:
+    """The part of one snapshot a class of users may read, with its own statistics.
+
+    ``rows`` are the readable rows (None: all). ``lexical`` is built over those
+    rows only, so BM25's IDF and average length, the title field's IDF and the
+    document frequencies behind the "no good match" verdict and the unknown-word
+    note never count a document the user cannot read. ``vectors`` are the
+    readable rows' vectors, contiguous, for the dense product.
+    """
+
+    rows: npt.NDArray[np.int64] | None
+    mask: npt.NDArray[np.bool_] | None
+    lexical: FieldedLexicalIndex
+    vectors: npt.NDArray[np.float32]
+    sources: tuple[str, ...]
+    replaced_by: dict[str, frozenset[str]]
+
+    @property
+    def count(self) -> int:
+        """Return how many chunks are readable."""
+        return self.lexical.size
+
+    @property
+    def document_frequency(self) -> dict[str, int]:
+        """Return how many readable chunk texts contain each term."""
+        return self.lexical.document_frequency
+
+    def lexical_scores(
+        self, question: str, *, title_weight: float, size: int
+    ) -> npt.NDArray[np.float32]:
+        """Return BM25 per snapshot row (``size`` rows; 0 for unreadable rows)."""
+        scores = self.lexical.scores(question, title_weight=title_weight)
+        if self.rows is None:
+            return scores
+        full = np.zeros(size, dtype=np.float32)
+        full[self.rows] = scores
+        return full
+
+    def dense(self, query: npt.NDArray[np.float32], size: int) -> npt.NDArray[np.float32]:
+        """Return the cosine per snapshot row, ``-inf`` for unreadable rows."""
+        if self.rows is None:
+            return dense_scores(self.vectors, query, None)
+        out = np.full(size, -np.inf, dtype=np.float32)
+        if self.rows.size:
+            out[self.rows] = np.einsum("ij,j->i", self.vectors, query)
+        return out
 
 
 @dataclass(slots=True)
@@ -34,6 +88,8 @@ class SearchView:
     sections: dict[SectionKey, list[int]]
     replaced_by: dict[str, frozenset[str]]
     section_cache: dict[SectionKey, SectionText] = field(default_factory=dict)
+    readable_cache: OrderedDict[bytes, Readable] = field(default_factory=OrderedDict)
+    readable_lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
     def build(cls, snapshot: IndexSnapshot) -> SearchView:
@@ -54,6 +110,43 @@ class SearchView:
             sections=sections,
             replaced_by=superseded_by(snapshot.docs),
         )
+
+    def readable(self, user: User) -> Readable:
+        """Return what ``user`` may read (built once per audience class and generation)."""
+        docs = self.snapshot.docs
+        allowed = np.array(
+            [user.may_read(docs[s].audience if s in docs else ()) for s in self.sources],
+            dtype=np.bool_,
+        )
+        key = allowed.tobytes()
+        with self.readable_lock:
+            cached = self.readable_cache.get(key)
+            if cached is not None:
+                self.readable_cache.move_to_end(key)
+                return cached
+        built = self._build_readable(allowed)
+        with self.readable_lock:
+            self.readable_cache[key] = built
+            while len(self.readable_cache) > _READABLE_CACHE:
+                self.readable_cache.popitem(last=False)
+        return built
+
+    def _build_readable(self, allowed: npt.NDArray[np.bool_]) -> Readable:
+        chunks, docs = self.snapshot.chunks, self.snapshot.docs
+        sources = tuple(s for s, ok in zip(self.sources, allowed, strict=True) if ok)
+        if allowed.all():
+            return Readable(
+                None, None, self.lexical, self.snapshot.vectors, sources, self.replaced_by
+            )
+        mask: npt.NDArray[np.bool_] = allowed[self.source_ids]
+        rows = np.flatnonzero(mask).astype(np.int64)
+        lexical = FieldedLexicalIndex(
+            [chunks[r].text for r in rows],
+            [title_field(chunks[r], docs.get(chunks[r].source)) for r in rows],
+        )
+        vectors = np.ascontiguousarray(self.snapshot.vectors[rows])
+        readable_docs = {s: docs[s] for s in sources if s in docs}
+        return Readable(rows, mask, lexical, vectors, sources, superseded_by(readable_docs))
 
     def mask(self, filters: SearchFilters | None) -> npt.NDArray[np.bool_] | None:
         """Return the eligible rows, or None when nothing is filtered."""

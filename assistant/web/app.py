@@ -2,23 +2,27 @@
 
 `build_app` is what `assistant.cli.serve` (``ui.py``) calls. It opens nothing per user: one
 `IndexReader` (which reloads after a later ingest), one `Retriever` and one
-assistant serve every session. A missing index is not fatal here; the chat
-tells the user to run ``python ingest.py`` and the viewer falls back to the
-configured document roots.
+assistant serve every session; each request runs as the user its login (or a
+trusted proxy) names, and sees only the documents that user may read. A missing
+index is not fatal here; the chat tells the user to run ``python ingest.py``, and
+the viewer serves only the sources of the last snapshot it could load (none
+before the first).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from assistant.config import Settings
 from assistant.errors import AssistantError
 from assistant.protocols import Embedder
-from assistant.types import IndexSnapshot
+from assistant.types import IndexSnapshot, User
+from assistant.users import Directory, load_directory
 from assistant.web.ui import build_demo, launch
 from assistant.web.viewer import DocumentViewer
 
@@ -39,17 +43,55 @@ class WebApp:
     demo: gr.Blocks
     viewer: DocumentViewer
     settings: Settings
+    directory: Directory = field(default_factory=Directory)
 
     def launch(self, *, share: bool = False) -> str:
         """Start serving in the background and return the local URL."""
-        return launch(self.demo, settings=self.settings, viewer=self.viewer, share=share)
+        return launch(
+            self.demo,
+            settings=self.settings,
+            viewer=self.viewer,
+            share=share,
+            directory=self.directory,
+        )
 
 
-def catalog_of(snapshot: IndexSnapshot) -> tuple[list[tuple[str, str]], list[str]]:
-    """Return the ``(source, title)`` pairs and the tags for the filters panel."""
-    sources = sorted((source, meta.title or source) for source, meta in snapshot.docs.items())
-    tags = sorted({tag for meta in snapshot.docs.values() for tag in meta.tags})
+def catalog_of(
+    snapshot: IndexSnapshot, user: User | None = None
+) -> tuple[list[tuple[str, str]], list[str]]:
+    """Return the ``(source, title)`` pairs and the tags ``user`` may see (None: all)."""
+    docs = {
+        s: meta for s, meta in snapshot.docs.items() if user is None or user.may_read(meta.audience)
+    }
+    sources = sorted((source, meta.title or source) for source, meta in docs.items())
+    tags = sorted({tag for meta in docs.values() for tag in meta.tags})
     return sources, tags
+
+
+class _LastSnapshot:
+    """The last snapshot that loaded: the viewer's catalog when the index breaks (D8)."""
+
+    def __init__(self, source: Callable[[], IndexSnapshot]) -> None:
+        self._source = source
+        self._last: IndexSnapshot | None = None
+        self._lock = threading.Lock()
+
+    def readable_roots(self, user: User) -> Mapping[str, str]:
+        try:
+            snapshot = self._source()
+            with self._lock:
+                self._last = snapshot
+        except AssistantError:
+            with self._lock:
+                snapshot_or_none = self._last
+            if snapshot_or_none is None:
+                raise
+            snapshot = snapshot_or_none
+        return {
+            source: root
+            for source, root in snapshot.roots.items()
+            if user.may_read(snapshot.docs[source].audience if source in snapshot.docs else ())
+        }
 
 
 def build_app(
@@ -76,24 +118,25 @@ def build_app(
     from assistant.answering.service import build_assistant
     from assistant.retrieval.factory import open_retriever
 
+    directory = load_directory(
+        settings.ui.users_file,
+        auth_pairs=settings.ui.auth,
+        trusted_proxies=settings.ui.trusted_proxies,
+    )
     retriever = open_retriever(settings, embedder=embedder)
     service = build_assistant(settings, searcher=retriever, embedder=retriever.embedder)
-    sources: list[tuple[str, str]] = []
-    tags: list[str] = []
     try:
-        sources, tags = catalog_of(retriever.snapshot())
+        retriever.snapshot()
     except AssistantError as exc:
         logger.warning("starting without an index: %s", exc)
-
-    def indexed_roots() -> Mapping[str, str]:
-        return retriever.snapshot().roots
-
-    viewer = DocumentViewer(roots=doc_roots, blocked=[settings.store.path], catalog=indexed_roots)
+    last = _LastSnapshot(retriever.snapshot)
+    viewer = DocumentViewer(
+        roots=doc_roots, blocked=[settings.store.path], catalog=last.readable_roots
+    )
     demo = build_demo(
         service,
         settings=settings,
-        sources=sources,
-        tags=tags,
-        catalog=lambda: catalog_of(retriever.snapshot()),
+        catalog=lambda user: catalog_of(retriever.snapshot(), user),
+        directory=directory,
     )
-    return WebApp(demo=demo, viewer=viewer, settings=settings)
+    return WebApp(demo=demo, viewer=viewer, settings=settings, directory=directory)

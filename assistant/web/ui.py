@@ -27,7 +27,8 @@ from assistant.answering.service import shown_text
 from assistant.config import Settings
 from assistant.errors import AssistantError, IndexNotFoundError
 from assistant.protocols import AnswerStream, ChatService
-from assistant.types import SearchFilters, Turn
+from assistant.types import ANONYMOUS, SearchFilters, Turn, User
+from assistant.users import Directory, load_directory
 from assistant.web.format import (
     escape_markdown,
     history_to_turns,
@@ -38,7 +39,7 @@ from assistant.web.routes import app_kwargs
 from assistant.web.viewer import DocumentViewer
 from assistant.words import valid_unicode
 
-__all__ = ["EXAMPLES", "build_demo", "launch", "make_responder", "theme"]
+__all__ = ["EXAMPLES", "build_demo", "launch", "make_responder", "theme", "user_of"]
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +60,19 @@ UNKNOWN_FILTER_MESSAGE = (
 )
 
 Responder = Callable[..., Iterator[list[gr.ChatMessage]]]
+# The current documents and tags a user may read, for the filters.
+FilterChoices = tuple[Sequence[tuple[str, str]], Sequence[str]]
+Catalog = Callable[[User], FilterChoices]
+
+
+def user_of(request: gr.Request | None, directory: Directory | None) -> User:
+    """Return who sent a Gradio request: its login, or a trusted proxy's headers."""
+    if request is None or directory is None:
+        return ANONYMOUS
+    client = request.client.host if request.client is not None else None
+    return directory.resolve(
+        login=request.username, client=client, headers=dict(request.headers.items())
+    )
 
 
 def theme() -> gr.themes.Base:
@@ -84,15 +98,17 @@ def make_responder(
     service: ChatService,
     *,
     settings: Settings,
-    catalog: Callable[[], FilterChoices] | None = None,
+    catalog: Catalog | None = None,
+    directory: Directory | None = None,
 ) -> Responder:
     """Return the chat generator Gradio calls with (message, history, sources, tags, k).
 
     Args:
         service: Answers questions.
         settings: Supplies the default ``k`` and the UI's own host for links.
-        catalog: Returns the current ``(sources, tags)``; filter values outside it are
-            refused with a message. None accepts any value.
+        catalog: Returns the current ``(sources, tags)`` a user may read; filter values
+            outside it are refused with a message. None accepts any value.
+        directory: Resolves each request's user (None: everyone is anonymous).
 
     Returns:
         A generator function yielding the chat messages of one answer.
@@ -105,6 +121,7 @@ def make_responder(
         sources: list[str] | None = None,
         tags: list[str] | None = None,
         k: float | None = None,
+        request: gr.Request | None = None,
     ) -> Iterator[list[gr.ChatMessage]]:
         # API clients can send lone surrogates ("\ud800"); the model, the prompt and
         # Gradio's own JSON encoder all refuse them.
@@ -115,8 +132,9 @@ def make_responder(
         if len(question) > MAX_QUESTION_CHARS:
             yield [gr.ChatMessage(content=TOO_LONG_MESSAGE.format(length=len(question)))]
             return
+        user = user_of(request, directory)
         wanted_sources, wanted_tags = _as_list(sources), _as_list(tags)
-        unknown = _unknown_filters(catalog, wanted_sources, wanted_tags)
+        unknown = _unknown_filters(catalog, user, wanted_sources, wanted_tags)
         if unknown:
             yield [gr.ChatMessage(content=UNKNOWN_FILTER_MESSAGE.format(values=unknown))]
             return
@@ -124,7 +142,13 @@ def make_responder(
         top_k = _clamp_k(k, default=settings.retrieval.top_k)
         turns = history_to_turns(history)
         yield from _answer(
-            service, question, turns, k=top_k, filters=filters, allowed_hosts=allowed_hosts
+            service,
+            question,
+            turns,
+            k=top_k,
+            filters=filters,
+            allowed_hosts=allowed_hosts,
+            user=user,
         )
 
     return respond
@@ -138,13 +162,16 @@ def _as_list(value: object) -> list[Any]:
 
 
 def _unknown_filters(
-    catalog: Callable[[], FilterChoices] | None, sources: list[Any], tags: list[Any]
+    catalog: Catalog | None, user: User, sources: list[Any], tags: list[Any]
 ) -> str:
-    """Return the filter values the index does not hold now, escaped and joined, or ""."""
+    """Return the filter values ``user`` cannot pick now, escaped and joined, or "".
+
+    A document the user may not read is as unknown as one never indexed.
+    """
     if catalog is None:
         return ""
     try:
-        known_sources, known_tags = catalog()
+        known_sources, known_tags = catalog(user)
     except AssistantError:
         return ""  # no index: the service says so
     names = {source for source, _ in known_sources}
@@ -167,10 +194,11 @@ def _answer(
     k: int,
     filters: SearchFilters,
     allowed_hosts: frozenset[str],
+    user: User,
 ) -> Iterator[list[gr.ChatMessage]]:
     started = time.perf_counter()
     try:
-        stream = service.ask(question, turns, k=k, filters=filters)
+        stream = service.ask(question, turns, k=k, filters=filters, user=user)
     except IndexNotFoundError:
         logger.warning("chat asked before an index exists")
         yield [gr.ChatMessage(content=NO_INDEX_MESSAGE)]
@@ -234,7 +262,8 @@ def build_demo(
     sources: Sequence[tuple[str, str]] = (),
     tags: Sequence[str] = (),
     examples: Sequence[str] = EXAMPLES,
-    catalog: Callable[[], FilterChoices] | None = None,
+    catalog: Catalog | None = None,
+    directory: Directory | None = None,
 ) -> gr.Blocks:
     """Build the chat UI around a service.
 
@@ -244,25 +273,27 @@ def build_demo(
         sources: ``(source, title)`` pairs offered in the documents filter.
         tags: Tags offered in the tags filter.
         examples: Example questions shown under the chat.
-        catalog: Returns the current ``(sources, tags)``; called on every page load
-            so documents ingested after start-up appear in the filters.
+        catalog: Returns the current ``(sources, tags)`` a user may read; called on
+            every page load, so documents ingested after start-up appear in the filters.
+        directory: Who may log in and which groups they are in (None: anonymous).
 
     Returns:
         The Gradio Blocks; serve it with `launch`.
     """
-    # Gradio checks values against the choices given here, at build time, so API
-    # clients could never pick a document ingested later; the responder checks
-    # them against the current catalog instead.
-    current: Callable[[], FilterChoices] = catalog or (lambda: (sources, tags))
+    # The choices are empty at build time and filled per user on page load: Gradio
+    # renders build-time choices into the API schema of every page, the anonymous
+    # login page too (finding D1), and they would be the same for every user. The
+    # responder checks values against the user's current catalog instead.
+    current: Catalog = catalog or (lambda user: (sources, tags))
     source_box = gr.Dropdown(
-        choices=[(f"{title} ({source})", source) for source, title in sources],
+        choices=[],
         multiselect=True,
         allow_custom_value=True,
         label="Documents",
         render=False,
     )
     tag_box = gr.Dropdown(
-        choices=list(tags), multiselect=True, allow_custom_value=True, label="Tags", render=False
+        choices=[], multiselect=True, allow_custom_value=True, label="Tags", render=False
     )
     k_slider = gr.Slider(
         1, 10, value=min(settings.retrieval.top_k, 10), step=1, label="Sources (k)", render=False
@@ -270,7 +301,7 @@ def build_demo(
     demo = gr.Blocks(title="Policy assistant", analytics_enabled=False)
     with demo:
         gr.ChatInterface(
-            make_responder(service, settings=settings, catalog=current),
+            make_responder(service, settings=settings, catalog=current, directory=directory),
             chatbot=gr.Chatbot(
                 label="Policy assistant", height=560, latex_delimiters=[], buttons=["copy"]
             ),
@@ -283,23 +314,21 @@ def build_demo(
             api_name="chat",
             fill_height=True,
         )
-        if catalog is not None:
-            demo.load(
-                _refresh_filters(catalog),
-                outputs=[source_box, tag_box],
-                api_visibility="private",
-                queue=False,
-            )
+        demo.load(
+            _refresh_filters(current, directory),
+            outputs=[source_box, tag_box],
+            api_visibility="private",
+            queue=False,
+        )
     return demo
 
 
-FilterChoices = tuple[Sequence[tuple[str, str]], Sequence[str]]
-
-
-def _refresh_filters(catalog: Callable[[], FilterChoices]) -> Callable[[], tuple[Any, Any]]:
-    def refresh() -> tuple[Any, Any]:
+def _refresh_filters(
+    catalog: Catalog, directory: Directory | None
+) -> Callable[..., tuple[Any, Any]]:
+    def refresh(request: gr.Request | None = None) -> tuple[Any, Any]:
         try:
-            sources, tags = catalog()
+            sources, tags = catalog(user_of(request, directory))
         except AssistantError as exc:
             logger.warning("cannot list documents for the filters: %s", exc)
             return gr.update(), gr.update()
@@ -325,6 +354,7 @@ def launch(
     settings: Settings,
     viewer: DocumentViewer,
     share: bool = False,
+    directory: Directory | None = None,
 ) -> str:
     """Start serving the chat and the document viewer in the background.
 
@@ -336,21 +366,27 @@ def launch(
         settings: Host, port, auth pairs (empty means no login).
         viewer: Serves ``/doc/...``.
         share: Ask Gradio for a public share link (needs internet).
+        directory: The users who may log in (None: ``settings.ui.auth`` pairs).
 
     Returns:
         The local URL, e.g. ``http://127.0.0.1:7860/``.
     """
     _preload_matplotlib()
+    if directory is None:
+        directory = load_directory(
+            None, auth_pairs=settings.ui.auth, trusted_proxies=settings.ui.trusted_proxies
+        )
+    auth = directory.authenticate if directory.has_logins else None
     _, local_url, _ = demo.launch(
         server_name=settings.ui.host,
         server_port=settings.ui.port,
-        auth=list(settings.ui.auth) or None,
+        auth=auth,
         share=share,
         prevent_thread_lock=True,
         quiet=True,
         show_error=False,
         footer_links=["api"],
         theme=theme(),
-        app_kwargs=app_kwargs(viewer),
+        app_kwargs=app_kwargs(viewer, directory),
     )
     return str(local_url)

@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 
 from assistant.documents.markdown import render_html
 from assistant.errors import AssistantError, DocumentError
-from assistant.types import Document, Section
+from assistant.types import ANONYMOUS, Document, Section, User
 
 __all__ = ["CSP", "SECURITY_HEADERS", "DocumentViewer", "ViewerPage"]
 
@@ -43,7 +43,8 @@ _STYLE = (
 )
 
 Loader = Callable[[Path, Path, str], Document]
-SourceCatalog = Callable[[], Mapping[str, str]]
+# The sources ``user`` may read, each mapped to the root it was ingested from.
+SourceCatalog = Callable[[User], Mapping[str, str]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,22 +78,23 @@ class DocumentViewer:
             roots: Directories whose files may be shown when there is no catalog.
             blocked: Directories never shown even if under a root (the index).
             loader: Turns ``(path, root, source)`` into a `Document`.
-            catalog: Returns the indexed sources, each mapped to the root it was
-                ingested from; when given, only those sources are shown. It may
-                raise `AssistantError` (e.g. no index yet): ``roots`` apply then.
+            catalog: Returns the indexed sources a user may read, each mapped to the
+                root it was ingested from; when given, only those sources are shown.
+                When it raises `AssistantError` (no index was ever loaded) nothing
+                is shown: the roots never stand in for the catalog (finding D8).
         """
         self._roots = tuple(root.resolve() for root in roots)
         self._blocked = tuple(path.resolve() for path in blocked)
         self._loader = loader
         self._catalog = catalog
 
-    def page(self, path: str) -> ViewerPage:
-        """Return the page for a request path such as ``hr/leave.md``.
+    def page(self, path: str, *, user: User = ANONYMOUS) -> ViewerPage:
+        """Return the page for a request path such as ``hr/leave.md``, as ``user`` sees it.
 
-        Unsafe or unknown paths give a 404 page that does not reveal why, and
-        files the loader rejects give a 422 page naming the problem.
+        Unsafe, unknown and forbidden paths give the same 404 page, which does not
+        reveal why, and files the loader rejects give a 422 page naming the problem.
         """
-        found = self._resolve(path)
+        found = self._resolve(path, user)
         if found is None:
             logger.info("viewer refused path %r", path)
             body = "<h1>Not found</h1><p>No such indexed document.</p>"
@@ -106,32 +108,30 @@ class DocumentViewer:
             return ViewerPage(422, _page("Cannot show document", body))
         return ViewerPage(200, render_document(document))
 
-    def _candidate_roots(self, source: str) -> tuple[Path, ...]:
+    def _readable(self, user: User) -> Mapping[str, str] | None:
+        """Return the catalog for ``user`` (None: no catalog, the roots apply)."""
         if self._catalog is None:
-            return self._roots
+            return None
         try:
-            indexed = self._catalog()
+            return self._catalog(user)
         except AssistantError as exc:
-            logger.info("viewer has no catalog (%s); using the configured roots", exc)
-            return self._roots
-        root = indexed.get(source)
-        return (Path(root).resolve(),) if root else ()
+            logger.info("viewer has no catalog (%s): showing nothing", exc)
+            return {}
 
-    def _indexed(self, source: str) -> bool:
-        if self._catalog is None:
-            return False
-        try:
-            return source in self._catalog()
-        except AssistantError:
-            return False
-
-    def _resolve(self, path: str) -> tuple[Path, Path, str] | None:
+    def _resolve(self, path: str, user: User) -> tuple[Path, Path, str] | None:
+        readable = self._readable(user)
         # ":" and "\" are ordinary in POSIX file names ("HR: leave policy.md") and
         # such files are indexed and linked; the catalog vouches for those names.
-        relative = _safe_relative(path, any_name=self._indexed(path))
+        indexed = readable is not None and path in readable
+        relative = _safe_relative(path, any_name=indexed)
         if relative is None:
             return None
-        for root in self._candidate_roots(relative.as_posix()):
+        if readable is None:
+            roots = self._roots
+        else:
+            indexed_root = readable.get(relative.as_posix())
+            roots = (Path(indexed_root).resolve(),) if indexed_root else ()
+        for root in roots:
             candidate = root.joinpath(*relative.parts)
             try:
                 real = candidate.resolve(strict=True)
