@@ -1,7 +1,8 @@
 """The shape of the package: imports run down the stage order, one owner per outside library.
 
 The order is the one of `docs/architecture.md`:
-foundation < documents < chunking < embeddings < index < retrieval < answering < web < cli.
+foundation < documents < chunking < embeddings < index < retrieval < answering < audit < web
+< cli.
 Every import counts, also those inside functions and under ``TYPE_CHECKING``, except the
 vendor rule, which ignores type-only imports (they load nothing at run time).
 """
@@ -25,6 +26,7 @@ STAGES = (
     "index",
     "retrieval",
     "answering",
+    "audit",
     "web",
     "cli",
 )

@@ -98,6 +98,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("--misses", action="store_true", help="with --answers: list each failure")
     _add_common(ev)
+    from assistant.cli.audit import add_commands
+
+    add_commands(commands, _add_common)
     return parser
 
 
@@ -159,6 +162,10 @@ def main(
     io = _IO(stdin or lenient_stdin(), stdout or sys.stdout)
     try:
         settings = settings_from_args(args, os.environ if environ is None else environ)
+        if args.command in ("audit", "feedback", "changes", "report"):
+            from assistant.cli.audit import run_command
+
+            return run_command(args, settings, out=io.out)
         if args.command == "eval":
             from assistant.cli.evaluate import run_eval
 

@@ -74,7 +74,10 @@ def build_app(
         AssistantError: The embedding model or tokenizer cannot be loaded.
     """
     from assistant.answering.service import build_assistant
+    from assistant.audit.log import open_audit_log
     from assistant.retrieval.factory import open_retriever
+    from assistant.web.changes import ChangeFeed
+    from assistant.web.feedback import ChatAudit
 
     retriever = open_retriever(settings, embedder=embedder)
     service = build_assistant(settings, searcher=retriever, embedder=retriever.embedder)
@@ -88,6 +91,11 @@ def build_app(
     def indexed_roots() -> Mapping[str, str]:
         return retriever.snapshot().roots
 
+    log = open_audit_log(settings)
+    if log is not None:
+        logger.info("audit log (%s): %s", settings.audit.mode, log.path)
+    audit = ChatAudit(log, doc_meta=lambda s: retriever.snapshot().docs.get(s)) if log else None
+    changes = ChangeFeed(settings.store.path, days=settings.audit.changes_days)
     viewer = DocumentViewer(roots=doc_roots, blocked=[settings.store.path], catalog=indexed_roots)
     demo = build_demo(
         service,
@@ -95,5 +103,7 @@ def build_app(
         sources=sources,
         tags=tags,
         catalog=lambda: catalog_of(retriever.snapshot()),
+        audit=audit,
+        changes=changes,
     )
     return WebApp(demo=demo, viewer=viewer, settings=settings)

@@ -1,0 +1,185 @@
+"""The audit log the chat writes to: a queue and one background writer thread.
+
+`AuditLog.record` and `AuditLog.feedback` only put an item on a bounded queue,
+so an answer never waits for the disk. The writer thread owns the one database
+connection; a locked database, a full disk or a read-only directory costs the
+item and a logged warning (at most one a minute), never a chat. In
+``anonymised`` mode the user's name is replaced by an HMAC-SHA256 under a key
+kept beside the database (``DB.key``, created on first use, readable by its
+owner only), so one user's questions still group together.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import hashlib
+import hmac
+import logging
+import os
+import queue
+import secrets
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from assistant.audit.store import AuditStore, AuditWriter
+from assistant.config import Settings
+from assistant.errors import StoreError
+from assistant.types import AuditRecord, Feedback
+
+__all__ = ["AuditLog", "open_audit_log", "utc_now"]
+
+logger = logging.getLogger(__name__)
+
+MAX_PENDING = 10_000
+_WARN_EVERY_S = 60.0
+_PURGE_EVERY_S = 24 * 3600.0
+_STOP = object()
+
+
+def utc_now() -> str:
+    """Return the current UTC time as the log stores it (ISO 8601, seconds)."""
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def open_audit_log(settings: Settings) -> AuditLog | None:
+    """Return the configured audit log, started, or None in ``off`` mode."""
+    audit = settings.audit
+    if audit.mode == "off":
+        return None
+    return AuditLog(
+        audit.audit_path(settings.store.path),
+        anonymised=audit.mode == "anonymised",
+        retention_days=audit.retention_days,
+    )
+
+
+class AuditLog:
+    """Writes records and feedback to the audit database in the background.
+
+    Args:
+        path: The SQLite file (created with its directory).
+        anonymised: Store a keyed hash of each user name instead of the name.
+        retention_days: Delete records older than this (0 keeps everything).
+    """
+
+    def __init__(self, path: Path, *, anonymised: bool = False, retention_days: int = 0) -> None:
+        self.path = path
+        self.store = AuditStore(path)
+        self._anonymised = anonymised
+        self._retention_days = retention_days
+        self._key: bytes | None = None
+        self._queue: queue.Queue[object] = queue.Queue(MAX_PENDING)
+        self._last_warning = -_WARN_EVERY_S
+        self._thread = threading.Thread(target=self._run, name="audit-writer", daemon=True)
+        self._thread.start()
+
+    def record(self, record: AuditRecord) -> None:
+        """Queue ``record`` for writing; never blocks, never raises."""
+        self._put(replace(record, user=self._user(record.user)))
+
+    def feedback(self, feedback: Feedback) -> None:
+        """Queue ``feedback`` for writing; never blocks, never raises."""
+        self._put(replace(feedback, user=self._user(feedback.user)))
+
+    def flush(self, timeout: float = 10.0) -> bool:
+        """Wait until everything queued so far is written (or dropped); return whether it was."""
+        deadline = time.monotonic() + timeout
+        while self._queue.unfinished_tasks and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return not self._queue.unfinished_tasks
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Write what is queued, then stop the writer thread."""
+        self.flush(timeout)
+        with contextlib.suppress(queue.Full):
+            self._queue.put_nowait(_STOP)
+        self._thread.join(timeout)
+
+    def _put(self, item: object) -> None:
+        try:
+            self._queue.put_nowait(item)
+        except queue.Full:
+            self._warn("the audit log is %d writes behind: dropping one", MAX_PENDING)
+
+    def _user(self, name: str) -> str:
+        if not self._anonymised:
+            return name
+        try:
+            key = self._key or self._load_key()
+        except OSError as exc:
+            # Never store the plain name in anonymised mode.
+            self._warn("cannot read the audit key beside %s (%s)", self.path, exc)
+            return "unknown"
+        digest = hmac.new(key, name.encode("utf-8", "surrogatepass"), hashlib.sha256)
+        return "user-" + digest.hexdigest()[:24]
+
+    def _load_key(self) -> bytes:
+        key_path = self.path.with_name(self.path.name + ".key")
+        key_path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            self._key = bytes.fromhex(key_path.read_text(encoding="ascii").strip())
+            return self._key
+        with os.fdopen(fd, "w", encoding="ascii") as handle:
+            handle.write(secrets.token_hex(32))
+        return self._load_key()
+
+    def _run(self) -> None:
+        while True:
+            try:
+                with self.store.writer() as writer:
+                    last_purge = -_PURGE_EVERY_S
+                    while True:
+                        if time.monotonic() - last_purge >= _PURGE_EVERY_S:
+                            self._purge(writer)
+                            last_purge = time.monotonic()
+                        item = self._queue.get()
+                        try:
+                            if item is _STOP:
+                                return
+                            self._write(writer, item)
+                        finally:
+                            self._queue.task_done()
+            except StoreError as exc:
+                self._drop_one(exc)
+
+    def _drop_one(self, exc: StoreError) -> None:
+        """The database cannot be opened: drop the next item, try again for the one after."""
+        self._warn("audit log unavailable, a record is lost: %s", exc)
+        item = self._queue.get()
+        self._queue.task_done()
+        if item is _STOP:
+            raise SystemExit  # ends the writer thread only
+
+    def _write(self, writer: AuditWriter, item: object) -> None:
+        try:
+            if isinstance(item, AuditRecord):
+                writer.add_record(item)
+            elif isinstance(item, Feedback):
+                writer.add_feedback(item)
+        except StoreError as exc:
+            self._warn("%s; the record is lost, the chat goes on", exc)
+
+    def _purge(self, writer: AuditWriter) -> None:
+        if not self._retention_days:
+            return
+        cutoff = dt.datetime.now(dt.UTC) - dt.timedelta(days=self._retention_days)
+        try:
+            deleted = writer.purge(before=cutoff.isoformat(timespec="seconds"))
+        except StoreError as exc:
+            self._warn("cannot apply the audit retention: %s", exc)
+            return
+        if deleted:
+            logger.info(
+                "deleted %d audit records older than %d days", deleted, self._retention_days
+            )
+
+    def _warn(self, message: str, *args: object) -> None:
+        now = time.monotonic()
+        if now - self._last_warning >= _WARN_EVERY_S:
+            self._last_warning = now
+            logger.warning(message, *args)
