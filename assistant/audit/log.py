@@ -24,7 +24,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from assistant.audit.store import AuditStore, AuditWriter
+from assistant.audit.store import BUSY_TIMEOUT_S, AuditStore, AuditWriter
 from assistant.config import Settings
 from assistant.errors import StoreError
 from assistant.types import AuditRecord, Feedback
@@ -37,6 +37,7 @@ MAX_PENDING = 10_000
 _WARN_EVERY_S = 60.0
 _PURGE_EVERY_S = 24 * 3600.0
 _STOP = object()
+_PURGE = object()
 
 
 def utc_now() -> str:
@@ -63,17 +64,28 @@ class AuditLog:
         path: The SQLite file (created with its directory).
         anonymised: Store a keyed hash of each user name instead of the name.
         retention_days: Delete records older than this (0 keeps everything).
+        busy_timeout: Seconds a write waits for another writer's lock before it is dropped.
     """
 
-    def __init__(self, path: Path, *, anonymised: bool = False, retention_days: int = 0) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        anonymised: bool = False,
+        retention_days: int = 0,
+        busy_timeout: float = BUSY_TIMEOUT_S,
+    ) -> None:
         self.path = path
-        self.store = AuditStore(path)
+        self.store = AuditStore(path, timeout=busy_timeout)
         self._anonymised = anonymised
         self._retention_days = retention_days
         self._key: bytes | None = None
         self._queue: queue.Queue[object] = queue.Queue(MAX_PENDING)
         self._last_warning = -_WARN_EVERY_S
         self._thread = threading.Thread(target=self._run, name="audit-writer", daemon=True)
+        self._last_purge = -_PURGE_EVERY_S
+        # Retention is applied first (a queued task, so `flush` waits for it), then daily.
+        self._queue.put_nowait(_PURGE)
         self._thread.start()
 
     def record(self, record: AuditRecord) -> None:
@@ -132,11 +144,7 @@ class AuditLog:
         while True:
             try:
                 with self.store.writer() as writer:
-                    last_purge = -_PURGE_EVERY_S
                     while True:
-                        if time.monotonic() - last_purge >= _PURGE_EVERY_S:
-                            self._purge(writer)
-                            last_purge = time.monotonic()
                         item = self._queue.get()
                         try:
                             if item is _STOP:
@@ -145,17 +153,26 @@ class AuditLog:
                         finally:
                             self._queue.task_done()
             except StoreError as exc:
-                self._drop_one(exc)
+                if self._drop_one(exc):
+                    return
 
-    def _drop_one(self, exc: StoreError) -> None:
-        """The database cannot be opened: drop the next item, try again for the one after."""
-        self._warn("audit log unavailable, a record is lost: %s", exc)
+    def _drop_one(self, exc: StoreError) -> bool:
+        """The database cannot be opened: drop the next item (try again for the one after).
+
+        Returns whether that item was the request to stop.
+        """
+        if self._queue.qsize():
+            self._warn("audit log unavailable, a record is lost: %s", exc)
+        else:
+            self._warn("audit log unavailable: %s", exc)
         item = self._queue.get()
         self._queue.task_done()
-        if item is _STOP:
-            raise SystemExit  # ends the writer thread only
+        return item is _STOP
 
     def _write(self, writer: AuditWriter, item: object) -> None:
+        if item is _PURGE or time.monotonic() - self._last_purge >= _PURGE_EVERY_S:
+            self._last_purge = time.monotonic()
+            self._purge(writer)
         try:
             if isinstance(item, AuditRecord):
                 writer.add_record(item)

@@ -48,8 +48,9 @@ class AuditStore:
     the read methods open one each.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, timeout: float = BUSY_TIMEOUT_S) -> None:
         self.path = path
+        self._timeout = timeout
 
     @contextmanager
     def writer(self) -> Iterator[AuditWriter]:
@@ -71,7 +72,7 @@ class AuditStore:
             yield AuditWriter(connection)
 
     def _connect(self) -> sqlite3.Connection:
-        connection = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S)
+        connection = sqlite3.connect(self.path, timeout=self._timeout)
         connection.row_factory = sqlite3.Row
         return connection
 
