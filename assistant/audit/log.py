@@ -21,7 +21,7 @@ import queue
 import secrets
 import threading
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from assistant.audit.store import BUSY_TIMEOUT_S, AuditStore, AuditWriter
@@ -38,6 +38,11 @@ _WARN_EVERY_S = 60.0
 _PURGE_EVERY_S = 24 * 3600.0
 _STOP = object()
 _PURGE = object()
+
+
+@dataclass(frozen=True, slots=True)
+class _Withdrawn:
+    record_id: str
 
 
 def utc_now() -> str:
@@ -95,6 +100,10 @@ class AuditLog:
     def feedback(self, feedback: Feedback) -> None:
         """Queue ``feedback`` for writing; never blocks, never raises."""
         self._put(replace(feedback, user=self._user(feedback.user)))
+
+    def withdraw(self, record_id: str) -> None:
+        """Queue forgetting the feedback on ``record_id``; never blocks, never raises."""
+        self._put(_Withdrawn(record_id))
 
     def flush(self, timeout: float = 10.0) -> bool:
         """Wait until everything queued so far is written (or dropped); return whether it was."""
@@ -178,6 +187,8 @@ class AuditLog:
                 writer.add_record(item)
             elif isinstance(item, Feedback):
                 writer.add_feedback(item)
+            elif isinstance(item, _Withdrawn):
+                writer.remove_feedback(item.record_id)
         except StoreError as exc:
             self._warn("%s; the record is lost, the chat goes on", exc)
 

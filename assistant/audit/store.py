@@ -156,6 +156,12 @@ class AuditWriter:
             )
 
     @_translated
+    def remove_feedback(self, record_id: str) -> None:
+        """Forget the feedback on one answer (the user took the thumb back)."""
+        with self._connection:
+            self._connection.execute("DELETE FROM feedback WHERE answer_id = ?", (record_id,))
+
+    @_translated
     def purge(self, *, before: str) -> int:
         """Delete the records (and their feedback) older than ``before``; return how many."""
         with self._connection:

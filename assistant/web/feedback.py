@@ -27,6 +27,7 @@ MAX_FEEDBACK_CHARS = 2000
 THANKS_UP = "Thanks: noted as a good answer."
 THANKS_DOWN = "Thanks: noted. Tell us what was wrong (optional)."
 THANKS_REASON = "Thanks: your feedback is stored with this answer."
+WITHDRAWN = "Feedback withdrawn."
 NO_RECORD = "This answer was not recorded, so feedback on it cannot be stored."
 
 
@@ -99,8 +100,11 @@ class ChatAudit:
         rating: Literal["up", "down"]
         if liked is True:
             rating, reason = "up", ""
-        elif liked is False or liked is None:
+        elif liked is False:
             rating, reason = "down", ""
+        elif liked in ("", None):  # Gradio sends "" when a thumb is clicked off again
+            self.log.withdraw(record_id)
+            return "", WITHDRAWN
         else:
             rating, reason = "down", _clean(str(liked))
         self.log.feedback(Feedback(record_id, utc_now(), user.name, rating, reason=reason))
