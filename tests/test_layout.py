@@ -52,7 +52,7 @@ OWNERS = {
     "charset_normalizer": "assistant.documents.decode",
     "filelock": "assistant.index.lock",
     "tqdm": "assistant.cli.ingest",
-    "matplotlib": "assistant.cli.evaluate",
+    "matplotlib": "assistant.cli._charts",
 }
 
 
