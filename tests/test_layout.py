@@ -52,6 +52,8 @@ OWNERS = {
     "charset_normalizer": "assistant.documents.decode",
     "filelock": "assistant.index.lock",
     "tqdm": "assistant.cli.ingest",
+    # stdlib, but one module owns the audit database all the same.
+    "sqlite3": "assistant.audit.store",
     "matplotlib": "assistant.cli._charts",
 }
 

@@ -1,4 +1,4 @@
-"""Stage 8, the audit log: what staff asked, what they were told, and what they thought of it.
+"""The audit log: what staff asked, what they were told, and what they thought of it.
 
 Between answering and web: `store` (the only module that touches SQLite), `log`
 (the background writer the chat hands records to), `recording` (an answer run
