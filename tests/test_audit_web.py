@@ -122,3 +122,19 @@ def test_the_exported_conversation_keeps_every_citation() -> None:
     assert "Emergency Loans &gt; Interest" in page
     assert '<a href="http://chat.example:7860/doc/loan-policy.md#interest">open section</a>' in page
     assert "<script" not in page
+
+
+class _LoggedIn:
+    username = "amina"
+
+
+def test_the_logged_in_user_is_recorded(tmp_path: Path) -> None:
+    log = AuditLog(tmp_path / "audit.sqlite3")
+    service = FakeService()
+    respond = make_responder(service, settings=Settings(), audit=ChatAudit(log))
+    *_, final = respond(QUESTION, [], [], [], 3, _LoggedIn())
+    assert final[0].metadata["id"].startswith(RECORD_PREFIX)
+    assert log.flush()
+    ((record, _),) = log.store.records()
+    log.close()
+    assert record.user == "amina"

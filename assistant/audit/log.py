@@ -62,6 +62,30 @@ def open_audit_log(settings: Settings) -> AuditLog | None:
     )
 
 
+def _read_or_create_key(path: Path) -> bytes:
+    """Return the HMAC key at ``path``, creating it (owner-only) if there is none.
+
+    The key is written to a private file first and linked into place, so a second
+    process never reads a half-written key: it finds either none or the whole one.
+    """
+    try:
+        return bytes.fromhex(path.read_text(encoding="ascii").strip())
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="ascii") as handle:
+        handle.write(secrets.token_hex(32))
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        pass  # another process won the race: use its key
+    finally:
+        tmp.unlink()
+    return bytes.fromhex(path.read_text(encoding="ascii").strip())
+
+
 class AuditLog:
     """Writes records and feedback to the audit database in the background.
 
@@ -85,6 +109,7 @@ class AuditLog:
         self._anonymised = anonymised
         self._retention_days = retention_days
         self._key: bytes | None = None
+        self._key_lock = threading.Lock()
         self._queue: queue.Queue[object] = queue.Queue(MAX_PENDING)
         self._last_warning = -_WARN_EVERY_S
         self._thread = threading.Thread(target=self._run, name="audit-writer", daemon=True)
@@ -138,16 +163,10 @@ class AuditLog:
         return "user-" + digest.hexdigest()[:24]
 
     def _load_key(self) -> bytes:
-        key_path = self.path.with_name(self.path.name + ".key")
-        key_path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            self._key = bytes.fromhex(key_path.read_text(encoding="ascii").strip())
+        with self._key_lock:
+            if self._key is None:
+                self._key = _read_or_create_key(self.path.with_name(self.path.name + ".key"))
             return self._key
-        with os.fdopen(fd, "w", encoding="ascii") as handle:
-            handle.write(secrets.token_hex(32))
-        return self._load_key()
 
     def _run(self) -> None:
         while True:

@@ -9,6 +9,7 @@ configured document roots.
 
 from __future__ import annotations
 
+import atexit
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -94,6 +95,7 @@ def build_app(
     log = open_audit_log(settings)
     if log is not None:
         logger.info("audit log (%s): %s", settings.audit.mode, log.path)
+        atexit.register(log.close, 2.0)  # write what is queued when the server stops
     audit = ChatAudit(log, doc_meta=lambda s: retriever.snapshot().docs.get(s)) if log else None
     changes = ChangeFeed(settings.store.path, days=settings.audit.changes_days)
     viewer = DocumentViewer(roots=doc_roots, blocked=[settings.store.path], catalog=indexed_roots)
