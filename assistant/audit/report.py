@@ -32,6 +32,12 @@ EXAMPLES = 3
 LABEL_WORDS = 3
 
 Row = tuple[AuditRecord, Feedback | None]
+# Words every kind of question uses; a topic is named by what it is about.
+_GENERIC_TEXT = """get gets got getting take takes took tell give gives know need needs
+    want wants many
+    much long someone something anyone anything everyone one ever still really like please
+    happen happens tried try use used make made say says said go goes put"""
+_GENERIC = frozenset(_GENERIC_TEXT.split())
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,7 +222,7 @@ def label(questions: Sequence[str]) -> str:
     for question in questions:
         seen = set()
         for word in WORD.findall(question.lower()):
-            if word in STOPWORDS or word.isdigit() or len(word) < 3:
+            if word in STOPWORDS or word in _GENERIC or word.isdigit() or len(word) < 3:
                 continue
             stem = next(iter(content_words(word)), word)
             spellings.setdefault(stem, Counter())[word] += 1
