@@ -135,6 +135,16 @@ def test_a_conversation_survives_a_reload_and_exports_with_its_citations(
     # The browser's saved conversations are listed (by their first question) under "New chat".
     page.get_by_text("Kept: emergency", exact=False).first.click()
     page.locator(".bot").get_by_text("12% per annum", exact=False).first.wait_for()
+    # The record id came back with the saved messages: a thumb still reaches the record.
+    page.get_by_role("button", name="Like").first.click()
+
+    def liked() -> dict[str, Any] | None:
+        mine = [r for r in _exported(served.index) if r["question"] == question]
+        return mine[0] if mine and mine[0]["feedback"] else None
+
+    record = _wait_for(liked)
+    assert record is not None
+    assert record["feedback"]["rating"] == "up"
 
     page.get_by_role("button", name="Export conversation (Markdown and HTML)").click()
     link = page.locator("a[href*='conversation.md']").first

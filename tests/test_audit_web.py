@@ -133,7 +133,7 @@ def test_the_logged_in_user_is_recorded(tmp_path: Path) -> None:
     service = FakeService()
     respond = make_responder(service, settings=Settings(), audit=ChatAudit(log))
     *_, final = respond(QUESTION, [], [], [], 3, _LoggedIn())
-    assert final[0].metadata["id"].startswith(RECORD_PREFIX)
+    assert str(final[0].metadata["id"]).startswith(RECORD_PREFIX)
     assert log.flush()
     ((record, _),) = log.store.records()
     log.close()

@@ -2,8 +2,9 @@
 
 `build_report` groups questions by topic: each question is embedded with the
 index's embedder, then clustered by cosine similarity (a leader pass that puts
-each question with the closest group centroid above ``threshold``, then
-average-linkage merging of the groups while two centroids stay above it). A
+each question with the closest group centroid above ``threshold`` + 0.2, so
+only near-duplicates, then average-linkage merging of the groups while their
+average pairwise cosine stays above ``threshold``). A
 group is labelled by its most frequent content words (`assistant.words`).
 Rendering is plain text or one self-contained HTML page; the chart is a PNG
 made by the caller (the command line owns matplotlib).
@@ -30,6 +31,7 @@ DEFAULT_THRESHOLD = 0.55
 MAX_QUESTIONS = 5000  # the newest ones; a month of a busy chat
 EXAMPLES = 3
 LABEL_WORDS = 3
+LEADER_MARGIN = 0.2
 
 Row = tuple[AuditRecord, Feedback | None]
 # Words every kind of question uses; a topic is named by what it is about.
@@ -103,14 +105,15 @@ def build_report(
     cited = Counter(s.source for r in answered for s in r.sources if s.cited)
     titles = dict(documents)
     titles.update({s.source: s.title for r in records for s in r.sources if s.title})
+    common = common_words([r.question for r in records])
     return GapsReport(
         since=since or (records[0].time[:10] if records else ""),
         until=records[-1].time[:10] if records else "",
         asked=len(records),
         unanswered=len(unanswered),
         per_day=_per_day(records),
-        gaps=tuple(_topics(unanswered, embedder, threshold, titles=None)),
-        topics=tuple(_topics(answered, embedder, threshold, titles=titles)),
+        gaps=tuple(_topics(unanswered, embedder, threshold, titles=None, common=common)),
+        topics=tuple(_topics(answered, embedder, threshold, titles=titles, common=common)),
         disliked=tuple(
             Disliked(f.time, r.question, f.reason, f.correction)
             for r, f in rows
@@ -136,6 +139,7 @@ def _topics(
     threshold: float,
     *,
     titles: Mapping[str, str] | None,
+    common: frozenset[str] = frozenset(),
 ) -> list[Topic]:
     if not records:
         return []
@@ -154,7 +158,7 @@ def _topics(
                     documents[titles.get(source) or source] += 1
         topics.append(
             Topic(
-                label=label(texts),
+                label=label(texts, common=common),
                 count=len(members),
                 examples=tuple(dict.fromkeys(texts))[:EXAMPLES],
                 documents=tuple(documents.most_common(3)),
@@ -180,12 +184,15 @@ def cluster(vectors: npt.NDArray[np.float32], *, threshold: float) -> list[list[
     unit = vectors / np.where(norms == 0, 1, norms)
     groups: list[list[int]] = []
     sums: list[npt.NDArray[np.float32]] = []
+    # The leader pass only gathers near-duplicates (a centroid drifts as it grows, and a
+    # loose bar chains topics into one blob); average linkage decides the topics.
+    tight = min(0.95, threshold + LEADER_MARGIN)
     for i, vector in enumerate(unit):
         if sums:
             centroids = np.stack([s / np.linalg.norm(s) for s in sums])
             scores = centroids @ vector
             best = int(np.argmax(scores))
-            if scores[best] >= threshold:
+            if scores[best] >= tight:
                 groups[best].append(i)
                 sums[best] = sums[best] + vector
                 continue
@@ -215,8 +222,23 @@ def _merge(
     return sorted(groups, key=lambda g: g[0])
 
 
-def label(questions: Sequence[str]) -> str:
-    """Return the most frequent content words of ``questions``, as they are usually written."""
+def common_words(questions: Sequence[str]) -> frozenset[str]:
+    """Return the content words (stems) in more than half of ``questions`` (of at least 10).
+
+    On a corpus about one product every question names it ("github"): such a word
+    names no topic.
+    """
+    if len(questions) < 10:
+        return frozenset()
+    counts = Counter(stem for q in questions for stem in content_words(q))
+    return frozenset(stem for stem, n in counts.items() if n > len(questions) / 2)
+
+
+def label(questions: Sequence[str], *, common: frozenset[str] = frozenset()) -> str:
+    """Return the most frequent content words of ``questions``, as they are usually written.
+
+    Words in ``common`` (stems) are left out unless nothing else is left.
+    """
     stems: Counter[str] = Counter()
     spellings: dict[str, Counter[str]] = {}
     for question in questions:
@@ -229,7 +251,8 @@ def label(questions: Sequence[str]) -> str:
             if stem not in seen:  # a word counts once per question
                 stems[stem] += 1
                 seen.add(stem)
-    top = [stem for stem, _ in stems.most_common(LABEL_WORDS)]
+    ranked = [stem for stem, _ in stems.most_common()]
+    top = ([stem for stem in ranked if stem not in common] or ranked)[:LABEL_WORDS]
     return ", ".join(spellings[stem].most_common(1)[0][0] for stem in top) or "(no words)"
 
 
