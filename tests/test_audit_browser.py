@@ -105,7 +105,7 @@ def test_thumbs_down_with_a_reason_lands_in_audit_export(served: Served, page: A
     page.goto(served.url, wait_until="load")
     question = "What is the emergency loan interest rate? (feedback)"
     _ask(page, question)
-    page.get_by_role("button", name="Dislike").first.click()
+    page.get_by_role("button", name="Dislike", exact=True).first.click()
     page.get_by_label("What was wrong? (optional)").fill("It left out the processing fee")
     page.get_by_label("The right answer is... (optional)").fill("12% per annum, no fee")
     page.get_by_role("button", name="Send feedback").click()
@@ -136,7 +136,7 @@ def test_a_conversation_survives_a_reload_and_exports_with_its_citations(
     page.get_by_text("Kept: emergency", exact=False).first.click()
     page.locator(".bot").get_by_text("12% per annum", exact=False).first.wait_for()
     # The record id came back with the saved messages: a thumb still reaches the record.
-    page.get_by_role("button", name="Like").first.click()
+    page.get_by_role("button", name="Like", exact=True).first.click()
 
     def liked() -> dict[str, Any] | None:
         mine = [r for r in _exported(served.index) if r["question"] == question]
