@@ -42,6 +42,11 @@ ASSISTANT_PUBLIC_URL           the chat UI's public base URL, for absolute viewe
 ASSISTANT_USERS                users and groups file (TOML, bcrypt hashes; docs/access.md)
 ASSISTANT_TRUSTED_PROXIES      addresses whose X-Forwarded-User/-Groups headers are trusted
 ASSISTANT_DEFAULT_AUDIENCE     groups of documents no rule gives an audience (empty: everyone)
+ASSISTANT_AUDIT                audit log mode: ``full`` (default), ``anonymised`` or ``off``
+ASSISTANT_AUDIT_DB             the audit database (default ``INDEX-audit.sqlite3`` beside the index)
+ASSISTANT_AUDIT_RETENTION_DAYS days an audit record is kept (default 365; 0 keeps all)
+ASSISTANT_CHANGES_DAYS         a citation of a section changed this recently says "updated on"
+ASSISTANT_CHANGES_WEBHOOK      URL that gets each ingest's change list as a JSON POST
 =============================  =====================================================
 """
 
@@ -56,6 +61,7 @@ from assistant.errors import ConfigError
 
 __all__ = [
     "APISettings",
+    "AuditSettings",
     "ChunkingSettings",
     "EmbeddingSettings",
     "LLMSettings",
@@ -292,6 +298,52 @@ class UISettings:
             _require(bool(password), "ASSISTANT_AUTH", f"user {user!r} has an empty password")
 
 
+AUDIT_MODES = ("full", "anonymised", "off")
+
+
+@dataclass(frozen=True, slots=True)
+class AuditSettings:
+    """The audit log of questions and answers, and the change list of ingests.
+
+    ``path`` empty means beside the index (`audit_path`).
+    """
+
+    mode: str = "full"
+    path: Path | None = None
+    retention_days: int = 365
+    changes_days: int = 30
+    webhook: str = ""
+
+    def __post_init__(self) -> None:
+        _require(
+            self.mode in AUDIT_MODES,
+            "ASSISTANT_AUDIT",
+            f"audit mode must be full, anonymised or off, got {self.mode!r}",
+        )
+        _require(
+            0 <= self.retention_days <= 100_000,
+            "ASSISTANT_AUDIT_RETENTION_DAYS",
+            f"retention must be 0-100000 days, got {self.retention_days}",
+        )
+        _require(
+            0 <= self.changes_days <= 100_000,
+            "ASSISTANT_CHANGES_DAYS",
+            f"must be 0-100000 days, got {self.changes_days}",
+        )
+        _require(
+            not self.webhook or self.webhook.startswith(("http://", "https://")),
+            "ASSISTANT_CHANGES_WEBHOOK",
+            f"must be an http:// or https:// URL, got {self.webhook!r}",
+        )
+
+    def audit_path(self, index: Path) -> Path:
+        """Return the database file: the configured one, or ``INDEX-audit.sqlite3``."""
+        if self.path is not None:
+            return self.path
+        resolved = index.resolve()
+        return resolved.with_name(resolved.name + "-audit.sqlite3")
+
+
 @dataclass(frozen=True, slots=True)
 class APISettings:
     """How the OpenAI-compatible API is served (`assistant.api`).
@@ -350,6 +402,7 @@ class Settings:
     llm: LLMSettings = field(default_factory=LLMSettings)
     ui: UISettings = field(default_factory=UISettings)
     api: APISettings = field(default_factory=APISettings)
+    audit: AuditSettings = field(default_factory=AuditSettings)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:
@@ -428,6 +481,7 @@ class Settings:
                 workers=env.integer("ASSISTANT_API_WORKERS", d.api.workers),
                 public_url=env.text("ASSISTANT_PUBLIC_URL", "").rstrip("/"),
             ),
+            audit=_audit_settings(env, d.audit),
         )
         # Only for the variable: an evaluation sweep may still try longer chunks on purpose.
         _require(
@@ -438,6 +492,17 @@ class Settings:
             f"got a chunk size of {settings.chunking.max_tokens}",
         )
         return settings
+
+
+def _audit_settings(env: _Env, d: AuditSettings) -> AuditSettings:
+    path = env.text("ASSISTANT_AUDIT_DB", "")
+    return AuditSettings(
+        mode=env.text("ASSISTANT_AUDIT", d.mode).lower(),
+        path=Path(path) if path else None,
+        retention_days=env.integer("ASSISTANT_AUDIT_RETENTION_DAYS", d.retention_days),
+        changes_days=env.integer("ASSISTANT_CHANGES_DAYS", d.changes_days),
+        webhook=env.text("ASSISTANT_CHANGES_WEBHOOK", ""),
+    )
 
 
 @dataclass(frozen=True, slots=True)

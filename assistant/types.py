@@ -18,13 +18,17 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Answer",
+    "AuditRecord",
+    "AuditSource",
     "Block",
     "BlockKind",
     "Chunk",
     "Citation",
     "DocMeta",
     "Document",
+    "DocumentChange",
     "EvalQuestion",
+    "Feedback",
     "GoldEntry",
     "Hit",
     "IndexSnapshot",
@@ -413,3 +417,74 @@ class IndexSnapshot:
     vectors: npt.NDArray[np.float32]
     docs: Mapping[str, DocMeta]
     roots: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class AuditSource:
+    """One retrieved section of an audited answer, with the document version it came from."""
+
+    number: int
+    chunk_id: str
+    source: str
+    title: str
+    heading_path: str
+    page: int
+    effective_date: str
+    version: str
+    score: float
+    cited: bool
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRecord:
+    """One question and its answer as the audit log keeps it.
+
+    ``user`` is the user's name as given; the log itself replaces it with a
+    keyed hash in ``anonymised`` mode. ``timings_ms`` are ``(stage, ms)`` pairs.
+    """
+
+    record_id: str
+    time: str
+    user: str
+    question: str
+    query: str
+    filters: SearchFilters
+    sources: tuple[AuditSource, ...]
+    answer: str
+    mode: str
+    no_match: bool
+    not_covered: bool
+    unsupported: tuple[str, ...] = ()
+    timings_ms: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Feedback:
+    """A thumbs up or down on one audited answer; a later one replaces it."""
+
+    record_id: str
+    time: str
+    user: str
+    rating: Literal["up", "down"]
+    reason: str = ""
+    correction: str = ""
+
+
+ChangeKind = Literal["added", "edited", "removed"]
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentChange:
+    """What one ingest changed in one document, section by heading path."""
+
+    time: str
+    source: str
+    title: str
+    change: ChangeKind
+    sections_added: tuple[str, ...] = ()
+    sections_removed: tuple[str, ...] = ()
+    sections_edited: tuple[str, ...] = ()
+    old_effective_date: str = ""
+    new_effective_date: str = ""
+    old_version: str = ""
+    new_version: str = ""

@@ -274,13 +274,9 @@ def plot_sweep(rows: Sequence[SweepRow], path: Path) -> None:
     Raises:
         ConfigError: matplotlib (a dev dependency) is not installed.
     """
-    try:
-        import matplotlib
+    from assistant.cli._charts import pyplot
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as exc:
-        raise ConfigError("the sweep plot needs matplotlib: pip install '.[dev]'") from exc
+    plt = pyplot("the sweep plot")
     settings = sorted({(r.chunk_tokens, r.overlap) for r in rows})
     labels = [f"{t} tok\n{o:.2f} ov" for t, o in settings]
     figure, axes = plt.subplots(figsize=(max(6, len(settings) * 1.2), 4.5))

@@ -116,8 +116,10 @@ def _parser() -> argparse.ArgumentParser:
     _add_common(check)
     add_users_parser(commands)
     from assistant.cli.api import add_api_commands
+    from assistant.cli.audit import add_commands
 
     add_api_commands(commands)
+    add_commands(commands, _add_common)
     return parser
 
 
@@ -186,6 +188,10 @@ def main(
         if args.command == "users":
             return run_users(args, Settings.from_env(env), stdin=io.stdin, out=io.out)
         settings = settings_from_args(args, env)
+        if args.command in ("audit", "feedback", "changes", "report"):
+            from assistant.cli.audit import run_command
+
+            return run_command(args, settings, out=io.out)
         name = args.user if args.command == "access" else args.as_user
         searcher_factory = bind(searcher_factory, cli_user(name, settings))
         if args.command == "eval":

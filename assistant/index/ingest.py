@@ -27,13 +27,22 @@ from assistant.config import Settings
 from assistant.documents.access import AccessRuleError, AccessRules, read_rules
 from assistant.documents.loading import check_file, discover, load_document, read_file
 from assistant.errors import DocumentError, EmptyDocumentError
+from assistant.index.changes import SectionState, post_changes, record_changes, section_state
 from assistant.index.chroma import ChromaIndex
 from assistant.index.codec import encode_chunk
 from assistant.index.lock import writer_lock
 from assistant.index.plan import Candidate, IngestPlan, doc_key, is_whole, key_of, make_plan
 from assistant.protocols import Embedder
 from assistant.tokens import Tokenizer, get_tokenizer
-from assistant.types import Chunk, Document, Problem, StoredDocument, TokenWindow, chunk_id
+from assistant.types import (
+    Chunk,
+    Document,
+    DocumentChange,
+    Problem,
+    StoredDocument,
+    TokenWindow,
+    chunk_id,
+)
 
 __all__ = ["PIPELINE_VERSION", "IngestReport", "Progress", "embedder_window", "ingest"]
 
@@ -62,6 +71,7 @@ class IngestReport:
     timings: tuple[tuple[str, float], ...]
     dry_run: bool
     skipped: tuple[Problem, ...] = ()  # files with no text: reported, never a problem
+    changes: tuple[DocumentChange, ...] = ()  # by section, see `assistant.index.changes`
 
 
 @dataclass(slots=True)
@@ -76,6 +86,8 @@ class _Run:
     written: int = 0
     deleted: int = 0
     oversize: int = 0
+    sections: dict[str, SectionState] = field(default_factory=dict)
+    changes: tuple[DocumentChange, ...] = ()
 
     def timed(self, stage: str, started: float) -> None:
         self.timings[stage] = self.timings.get(stage, 0.0) + time.perf_counter() - started
@@ -124,7 +136,18 @@ def ingest(
     with writer_lock(settings.store.path, wait=wait):
         if rebuild:
             index.drop()
-        return _execute(run, resolved, dry_run=False, prune=prune, strict=strict)
+        report = _execute(run, resolved, dry_run=False, prune=prune, strict=strict)
+    _notify(settings.audit.webhook, report.changes)
+    return report
+
+
+def _notify(url: str, changes: Sequence[DocumentChange]) -> None:
+    """POST the change list to the configured webhook; a failure is only a warning."""
+    if not url or not changes:
+        return
+    error = post_changes(url, changes)
+    if error:
+        logger.warning("%s (the ingest itself succeeded)", error)
 
 
 def _execute(
@@ -159,7 +182,24 @@ def _execute(
         run.index.commit()
     else:
         run.index.republish()
+    _record_changes(run, plan, stored_ids)
     return _report(run, plan, stored, dry_run=False, planned_chunks=0)
+
+
+def _record_changes(run: _Run, plan: IngestPlan, stored_ids: dict[str, frozenset[str]]) -> None:
+    if run.settings.store.is_remote and not run.settings.store.path.is_dir():
+        return  # a Chroma server and no local index directory to keep the list in
+    removed = [d.source for d in plan.removed]
+    removed += [s.source for s in run.skipped if stored_ids.get(s.source)]
+    run.changes = tuple(
+        record_changes(
+            run.settings.store.path,
+            run.sections,
+            added=[c.source for c in plan.added],
+            removed=removed,
+            time=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        )
+    )
 
 
 def _signature(run: _Run, rule_audience: tuple[str, ...] | None = None) -> str:
@@ -370,6 +410,7 @@ def _write_document(run: _Run, item: _Parsed, vectors: np.ndarray, *, indexed_at
         for chunk in item.chunks
     ]
     run.index.upsert(records, vectors)
+    run.sections[item.candidate.source] = section_state(item.document)
     logger.debug("wrote %d chunks of %s", len(records), item.candidate.source)
     run.written += len(records)
     run.timed("write", started)
@@ -425,6 +466,7 @@ def _report(
         timings=tuple(run.timings.items()),
         dry_run=dry_run,
         skipped=tuple(run.skipped),
+        changes=run.changes,
     )
 
 

@@ -11,6 +11,7 @@ before the first).
 
 from __future__ import annotations
 
+import atexit
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -116,7 +117,10 @@ def build_app(
         AssistantError: The embedding model or tokenizer cannot be loaded.
     """
     from assistant.answering.service import build_assistant
+    from assistant.audit.log import open_audit_log
     from assistant.retrieval.factory import open_retriever
+    from assistant.web.changes import ChangeFeed
+    from assistant.web.feedback import ChatAudit
 
     directory = load_directory(
         settings.ui.users_file,
@@ -129,6 +133,12 @@ def build_app(
         retriever.snapshot()
     except AssistantError as exc:
         logger.warning("starting without an index: %s", exc)
+    log = open_audit_log(settings)
+    if log is not None:
+        logger.info("audit log (%s): %s", settings.audit.mode, log.path)
+        atexit.register(log.close, 2.0)  # write what is queued when the server stops
+    audit = ChatAudit(log, doc_meta=lambda s: retriever.snapshot().docs.get(s)) if log else None
+    changes = ChangeFeed(settings.store.path, days=settings.audit.changes_days)
     last = _LastSnapshot(retriever.snapshot)
     viewer = DocumentViewer(
         roots=doc_roots, blocked=[settings.store.path], catalog=last.readable_roots
@@ -138,5 +148,7 @@ def build_app(
         settings=settings,
         catalog=lambda user: catalog_of(retriever.snapshot(), user),
         directory=directory,
+        audit=audit,
+        changes=changes,
     )
     return WebApp(demo=demo, viewer=viewer, settings=settings, directory=directory)

@@ -10,7 +10,7 @@ only ``user`` and ``assistant`` roles survive, sources and trace messages
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from urllib.parse import quote
 
 from assistant.answering.citations import defuse_markers
@@ -152,12 +152,17 @@ def _snippet(hit: Hit, *, limit: int = SNIPPET_CHARS) -> str:
     return escape_markdown(flat)
 
 
-def _source_entry(number: int, hit: Hit, *, cited: bool) -> str:
+def _source_entry(
+    number: int, hit: Hit, *, cited: bool, updated: Callable[[Hit], str] | None = None
+) -> str:
     facts = [f"section: {escape_markdown(hit.chunk.breadcrumb)}"]
     if hit.chunk.page:
         facts.append(f"page {hit.chunk.page}")
     if hit.effective_date:
         facts.append(f"effective {escape_markdown(hit.effective_date)}")
+    changed = updated(hit) if updated else ""
+    if changed:
+        facts.append(f"updated on {escape_markdown(changed)}")
     facts.append(f"relevance {hit.score:.2f}")
     if hit.superseded:
         facts.append("superseded")
@@ -170,7 +175,12 @@ def _source_entry(number: int, hit: Hit, *, cited: bool) -> str:
     )
 
 
-def sources_markdown(answer: Answer, *, include_uncited: bool = False) -> str:
+def sources_markdown(
+    answer: Answer,
+    *,
+    include_uncited: bool = False,
+    updated: Callable[[Hit], str] | None = None,
+) -> str:
     """Render an answer's sources as Markdown, one entry per ``[n]``.
 
     Each entry shows the title, heading path, page, effective date, relevance
@@ -181,6 +191,7 @@ def sources_markdown(answer: Answer, *, include_uncited: bool = False) -> str:
     Args:
         answer: The finished answer.
         include_uncited: Also list sources the answer did not cite.
+        updated: Returns the date a source's section changed lately, or "".
 
     Returns:
         Markdown safe to render (document text is escaped); "" when there are no sources.
@@ -188,7 +199,7 @@ def sources_markdown(answer: Answer, *, include_uncited: bool = False) -> str:
     cited = sorted({c.number for c in answer.citations if 1 <= c.number <= len(answer.sources)})
     show_all = include_uncited or not cited
     entries = [
-        _source_entry(number, hit, cited=number in cited)
+        _source_entry(number, hit, cited=number in cited, updated=updated)
         for number, hit in enumerate(answer.sources, start=1)
         if show_all or number in cited
     ]

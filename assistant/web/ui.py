@@ -17,8 +17,10 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import logging
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -29,6 +31,8 @@ from assistant.errors import AssistantError, IndexNotFoundError
 from assistant.protocols import AnswerStream, ChatService
 from assistant.types import ANONYMOUS, SearchFilters, Turn, User
 from assistant.users import Directory, load_directory
+from assistant.web.changes import ChangeFeed, recent_changes_markdown
+from assistant.web.feedback import RECORD_PREFIX, ChatAudit
 from assistant.web.format import (
     escape_markdown,
     history_to_turns,
@@ -100,6 +104,8 @@ def make_responder(
     settings: Settings,
     catalog: Catalog | None = None,
     directory: Directory | None = None,
+    audit: ChatAudit | None = None,
+    changes: ChangeFeed | None = None,
 ) -> Responder:
     """Return the chat generator Gradio calls with (message, history, sources, tags, k).
 
@@ -109,6 +115,8 @@ def make_responder(
         catalog: Returns the current ``(sources, tags)`` a user may read; filter values
             outside it are refused with a message. None accepts any value.
         directory: Resolves each request's user (None: everyone is anonymous).
+        audit: Records each answer (and gives its message the record id); None records nothing.
+        changes: Marks sources whose section changed lately ("updated on DATE").
 
     Returns:
         A generator function yielding the chat messages of one answer.
@@ -141,6 +149,7 @@ def make_responder(
         filters = SearchFilters(sources=tuple(wanted_sources), tags=tuple(wanted_tags))
         top_k = _clamp_k(k, default=settings.retrieval.top_k)
         turns = history_to_turns(history)
+        extras = _Extras(audit, changes, user)
         yield from _answer(
             service,
             question,
@@ -148,7 +157,7 @@ def make_responder(
             k=top_k,
             filters=filters,
             allowed_hosts=allowed_hosts,
-            user=user,
+            extras=extras,
         )
 
     return respond
@@ -186,6 +195,15 @@ def _clamp_k(k: float | None, *, default: int) -> int:
     return min(max(int(k), 1), 10)
 
 
+class _Extras:
+    """What one answer records and marks besides itself: audit, recent changes, the user."""
+
+    def __init__(
+        self, audit: ChatAudit | None, changes: ChangeFeed | None, user: User = ANONYMOUS
+    ) -> None:
+        self.audit, self.changes, self.user = audit, changes, user
+
+
 def _answer(
     service: ChatService,
     question: str,
@@ -194,11 +212,12 @@ def _answer(
     k: int,
     filters: SearchFilters,
     allowed_hosts: frozenset[str],
-    user: User,
+    extras: _Extras | None = None,
 ) -> Iterator[list[gr.ChatMessage]]:
     started = time.perf_counter()
+    extras = extras or _Extras(None, None)
     try:
-        stream = service.ask(question, turns, k=k, filters=filters, user=user)
+        stream = service.ask(question, turns, k=k, filters=filters, user=extras.user)
     except IndexNotFoundError:
         logger.warning("chat asked before an index exists")
         yield [gr.ChatMessage(content=NO_INDEX_MESSAGE)]
@@ -208,7 +227,7 @@ def _answer(
         yield [gr.ChatMessage(content=FAILED_MESSAGE.format(reason=_short(exc)))]
         return
     try:
-        yield from _stream(stream, question, started=started)
+        yield from _stream(stream, question, started=started, filters=filters, extras=extras)
     finally:
         stream.close()
 
@@ -218,7 +237,10 @@ def _stream(
     question: str,
     *,
     started: float,
+    filters: SearchFilters | None = None,
+    extras: _Extras | None = None,
 ) -> Iterator[list[gr.ChatMessage]]:
+    extras = extras or _Extras(None, None)
     shown, first, last_update = "", 0.0, 0.0
     try:
         for delta in stream:
@@ -238,11 +260,26 @@ def _stream(
     timings = {"first token": first, "total": time.perf_counter() - started}
     # The checked answer drops citation markers that point at no source.
     body = shown_text(answer, streamed=shown, error=stream.error)
-    messages = [gr.ChatMessage(content=body)]
+    record_id = ""
+    if extras.audit is not None:
+        record_id = extras.audit.answered(
+            stream,
+            answer,
+            body,
+            question=question,
+            filters=filters or SearchFilters(),
+            user=extras.user,
+            timings_s=timings,
+        )
+    # The record id rides on the message, so a thumb on it finds its audit record.
+    marked: dict[str, Any] = {"id": RECORD_PREFIX + record_id} if record_id else {}
+    messages = [gr.ChatMessage(content=body, metadata=marked)]  # type: ignore[arg-type]
     if answer.sources:
         no_match = stream.result.no_good_match or answer.not_covered
         title = "Closest sections (no good match)" if no_match else "Sources"
-        messages.append(gr.ChatMessage(content=sources_markdown(answer), metadata={"title": title}))
+        updated = extras.changes.updated_on if extras.changes else None
+        content = sources_markdown(answer, updated=updated)
+        messages.append(gr.ChatMessage(content=content, metadata={"title": title}))
     trace = trace_markdown(
         question=question, query=stream.query, lines=stream.trace(), timings=timings
     )
@@ -264,6 +301,8 @@ def build_demo(
     examples: Sequence[str] = EXAMPLES,
     catalog: Catalog | None = None,
     directory: Directory | None = None,
+    audit: ChatAudit | None = None,
+    changes: ChangeFeed | None = None,
 ) -> gr.Blocks:
     """Build the chat UI around a service.
 
@@ -276,6 +315,8 @@ def build_demo(
         catalog: Returns the current ``(sources, tags)`` a user may read; called on
             every page load, so documents ingested after start-up appear in the filters.
         directory: Who may log in and which groups they are in (None: anonymous).
+        audit: Records answers and the thumbs on them; None shows no feedback panel.
+        changes: The change list, for the "Recent policy changes" panel and "updated on".
 
     Returns:
         The Gradio Blocks; serve it with `launch`.
@@ -299,12 +340,20 @@ def build_demo(
         1, 10, value=min(settings.retrieval.top_k, 10), step=1, label="Sources (k)", render=False
     )
     demo = gr.Blocks(title="Policy assistant", analytics_enabled=False)
+    chatbot = gr.Chatbot(
+        label="Policy assistant", height=560, latex_delimiters=[], buttons=["copy"]
+    )
     with demo:
         gr.ChatInterface(
-            make_responder(service, settings=settings, catalog=current, directory=directory),
-            chatbot=gr.Chatbot(
-                label="Policy assistant", height=560, latex_delimiters=[], buttons=["copy"]
+            make_responder(
+                service,
+                settings=settings,
+                catalog=current,
+                directory=directory,
+                audit=audit,
+                changes=changes,
             ),
+            chatbot=chatbot,
             additional_inputs=[source_box, tag_box, k_slider],
             additional_inputs_accordion=gr.Accordion("Filters", open=False, render=False),
             examples=[[question] for question in examples] or None,
@@ -313,6 +362,12 @@ def build_demo(
             concurrency_limit=settings.ui.concurrency,
             api_name="chat",
             fill_height=True,
+            # Conversations are kept in the browser's local storage, listed beside the
+            # chat under a "New chat" button, so a reload loses nothing.
+            save_history=True,
+        )
+        _conversation_tools(
+            chatbot, audit=audit, changes=changes, catalog=current, directory=directory
         )
         demo.load(
             _refresh_filters(current, directory),
@@ -390,3 +445,98 @@ def launch(
         app_kwargs=app_kwargs(viewer, directory),
     )
     return str(local_url)
+
+
+def _conversation_tools(
+    chatbot: gr.Chatbot,
+    *,
+    audit: ChatAudit | None,
+    changes: ChangeFeed | None,
+    catalog: Catalog,
+    directory: Directory | None,
+) -> None:
+    """Add the feedback panel, the export buttons and the recent changes panel."""
+    if audit is not None:
+        _feedback_panel(chatbot, audit, directory)
+    with gr.Row():
+        export = gr.Button("Export conversation (Markdown and HTML)", size="sm")
+    files = gr.File(label="Conversation", file_count="multiple", visible=False, interactive=False)
+    export.click(_export, inputs=[chatbot], outputs=[files], api_visibility="private")
+    if changes is not None:
+        # Empty until opened: the list names documents, and each user may see only
+        # the changes of documents they may read (nothing goes into the page config).
+        with gr.Accordion("Recent policy changes", open=False) as accordion:
+            panel = gr.Markdown("")
+
+        def readable_changes(request: gr.Request | None = None) -> str:
+            user = user_of(request, directory)
+            try:
+                readable = {source for source, _ in catalog(user)[0]}
+            except AssistantError:
+                readable = set()
+            shown = [
+                c
+                for c in changes.recent()
+                if c.source in readable or (user.is_admin and c.change == "removed")
+            ]
+            return recent_changes_markdown(shown, days=changes.days)
+
+        # Read again on opening: an ingest may have run since the page loaded.
+        accordion.expand(
+            readable_changes,
+            outputs=[panel],
+            api_visibility="private",
+            queue=False,
+            show_progress="hidden",
+        )
+
+
+def _feedback_panel(chatbot: gr.Chatbot, audit: ChatAudit, directory: Directory | None) -> None:
+    record = gr.State("")
+    with gr.Group(visible=False) as why:
+        reason = gr.Textbox(label="What was wrong? (optional)", max_lines=3)
+        correction = gr.Textbox(label="The right answer is... (optional)", max_lines=6)
+        send = gr.Button("Send feedback", size="sm")
+    note = gr.Markdown("", visible=False)
+
+    def rate(
+        history: list[dict[str, Any]], data: gr.LikeData, request: gr.Request
+    ) -> tuple[Any, ...]:
+        user = user_of(request, directory)
+        record_id, message = audit.rate(history, data.index, data.liked, user=user)
+        down = bool(record_id) and data.liked is not True
+        return record_id, gr.update(visible=down), gr.update(value=message, visible=True), "", ""
+
+    def explain(record_id: str, why_text: str, right: str, request: gr.Request) -> tuple[Any, ...]:
+        user = user_of(request, directory)
+        message = audit.explain(record_id, why_text, right, user=user)
+        return gr.update(visible=False), gr.update(value=message, visible=True)
+
+    chatbot.like(
+        rate,
+        inputs=[chatbot],
+        outputs=[record, why, note, reason, correction],
+        api_visibility="private",
+        queue=False,
+    )
+    send.click(
+        explain,
+        inputs=[record, reason, correction],
+        outputs=[why, note],
+        api_visibility="private",
+        queue=False,
+    )
+
+
+def _export(history: list[dict[str, Any]], request: gr.Request) -> Any:
+    from assistant.web.history import conversation_html, conversation_markdown
+
+    starlette_request = getattr(request, "request", None)
+    base = str(starlette_request.base_url) if starlette_request is not None else "/"
+    title = f"Policy assistant conversation, {time.strftime('%Y-%m-%d %H:%M')}"
+    folder = Path(tempfile.mkdtemp(prefix="conversation-"))
+    markdown = folder / "conversation.md"
+    page = folder / "conversation.html"
+    markdown.write_text(conversation_markdown(history, base_url=base, title=title), "utf-8")
+    page.write_text(conversation_html(history, base_url=base, title=title), "utf-8")
+    return gr.update(value=[str(markdown), str(page)], visible=True)

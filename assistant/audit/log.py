@@ -1,0 +1,232 @@
+"""The audit log the chat writes to: a queue and one background writer thread.
+
+`AuditLog.record` and `AuditLog.feedback` only put an item on a bounded queue,
+so an answer never waits for the disk. The writer thread owns the one database
+connection; a locked database, a full disk or a read-only directory costs the
+item and a logged warning (at most one a minute), never a chat. In
+``anonymised`` mode the user's name is replaced by an HMAC-SHA256 under a key
+kept beside the database (``DB.key``, created on first use, readable by its
+owner only), so one user's questions still group together.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import hashlib
+import hmac
+import logging
+import os
+import queue
+import secrets
+import threading
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from assistant.audit.store import BUSY_TIMEOUT_S, AuditStore, AuditWriter
+from assistant.config import Settings
+from assistant.errors import StoreError
+from assistant.types import AuditRecord, Feedback
+
+__all__ = ["AuditLog", "open_audit_log", "utc_now"]
+
+logger = logging.getLogger(__name__)
+
+MAX_PENDING = 10_000
+_WARN_EVERY_S = 60.0
+_PURGE_EVERY_S = 24 * 3600.0
+_STOP = object()
+_PURGE = object()
+
+
+@dataclass(frozen=True, slots=True)
+class _Withdrawn:
+    record_id: str
+
+
+def utc_now() -> str:
+    """Return the current UTC time as the log stores it (ISO 8601, seconds)."""
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def open_audit_log(settings: Settings) -> AuditLog | None:
+    """Return the configured audit log, started, or None in ``off`` mode."""
+    audit = settings.audit
+    if audit.mode == "off":
+        return None
+    return AuditLog(
+        audit.audit_path(settings.store.path),
+        anonymised=audit.mode == "anonymised",
+        retention_days=audit.retention_days,
+    )
+
+
+def _read_or_create_key(path: Path) -> bytes:
+    """Return the HMAC key at ``path``, creating it (owner-only) if there is none.
+
+    The key is written to a private file first and linked into place, so a second
+    process never reads a half-written key: it finds either none or the whole one.
+    """
+    try:
+        return bytes.fromhex(path.read_text(encoding="ascii").strip())
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="ascii") as handle:
+        handle.write(secrets.token_hex(32))
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        pass  # another process won the race: use its key
+    finally:
+        tmp.unlink()
+    return bytes.fromhex(path.read_text(encoding="ascii").strip())
+
+
+class AuditLog:
+    """Writes records and feedback to the audit database in the background.
+
+    Args:
+        path: The SQLite file (created with its directory).
+        anonymised: Store a keyed hash of each user name instead of the name.
+        retention_days: Delete records older than this (0 keeps everything).
+        busy_timeout: Seconds a write waits for another writer's lock before it is dropped.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        anonymised: bool = False,
+        retention_days: int = 0,
+        busy_timeout: float = BUSY_TIMEOUT_S,
+    ) -> None:
+        self.path = path
+        self.store = AuditStore(path, timeout=busy_timeout)
+        self._anonymised = anonymised
+        self._retention_days = retention_days
+        self._key: bytes | None = None
+        self._key_lock = threading.Lock()
+        self._queue: queue.Queue[object] = queue.Queue(MAX_PENDING)
+        self._last_warning = -_WARN_EVERY_S
+        self._thread = threading.Thread(target=self._run, name="audit-writer", daemon=True)
+        self._last_purge = -_PURGE_EVERY_S
+        # Retention is applied first (a queued task, so `flush` waits for it), then daily.
+        self._queue.put_nowait(_PURGE)
+        self._thread.start()
+
+    def record(self, record: AuditRecord) -> None:
+        """Queue ``record`` for writing; never blocks, never raises."""
+        self._put(replace(record, user=self._user(record.user)))
+
+    def feedback(self, feedback: Feedback) -> None:
+        """Queue ``feedback`` for writing; never blocks, never raises."""
+        self._put(replace(feedback, user=self._user(feedback.user)))
+
+    def withdraw(self, record_id: str) -> None:
+        """Queue forgetting the feedback on ``record_id``; never blocks, never raises."""
+        self._put(_Withdrawn(record_id))
+
+    def flush(self, timeout: float = 10.0) -> bool:
+        """Wait until everything queued so far is written (or dropped); return whether it was."""
+        deadline = time.monotonic() + timeout
+        while self._queue.unfinished_tasks and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return not self._queue.unfinished_tasks
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Write what is queued, then stop the writer thread."""
+        self.flush(timeout)
+        with contextlib.suppress(queue.Full):
+            self._queue.put_nowait(_STOP)
+        self._thread.join(timeout)
+
+    def _put(self, item: object) -> None:
+        try:
+            self._queue.put_nowait(item)
+        except queue.Full:
+            self._warn("the audit log is %d writes behind: dropping one", MAX_PENDING)
+
+    def _user(self, name: str) -> str:
+        if not self._anonymised:
+            return name
+        try:
+            key = self._key or self._load_key()
+        except OSError as exc:
+            # Never store the plain name in anonymised mode.
+            self._warn("cannot read the audit key beside %s (%s)", self.path, exc)
+            return "unknown"
+        digest = hmac.new(key, name.encode("utf-8", "surrogatepass"), hashlib.sha256)
+        return "user-" + digest.hexdigest()[:24]
+
+    def _load_key(self) -> bytes:
+        with self._key_lock:
+            if self._key is None:
+                self._key = _read_or_create_key(self.path.with_name(self.path.name + ".key"))
+            return self._key
+
+    def _run(self) -> None:
+        while True:
+            try:
+                with self.store.writer() as writer:
+                    while True:
+                        item = self._queue.get()
+                        try:
+                            if item is _STOP:
+                                return
+                            self._write(writer, item)
+                        finally:
+                            self._queue.task_done()
+            except StoreError as exc:
+                if self._drop_one(exc):
+                    return
+
+    def _drop_one(self, exc: StoreError) -> bool:
+        """The database cannot be opened: drop the next item (try again for the one after).
+
+        Returns whether that item was the request to stop.
+        """
+        if self._queue.qsize():
+            self._warn("audit log unavailable, a record is lost: %s", exc)
+        else:
+            self._warn("audit log unavailable: %s", exc)
+        item = self._queue.get()
+        self._queue.task_done()
+        return item is _STOP
+
+    def _write(self, writer: AuditWriter, item: object) -> None:
+        if item is _PURGE or time.monotonic() - self._last_purge >= _PURGE_EVERY_S:
+            self._last_purge = time.monotonic()
+            self._purge(writer)
+        try:
+            if isinstance(item, AuditRecord):
+                writer.add_record(item)
+            elif isinstance(item, Feedback):
+                writer.add_feedback(item)
+            elif isinstance(item, _Withdrawn):
+                writer.remove_feedback(item.record_id)
+        except StoreError as exc:
+            self._warn("%s; the record is lost, the chat goes on", exc)
+
+    def _purge(self, writer: AuditWriter) -> None:
+        if not self._retention_days:
+            return
+        cutoff = dt.datetime.now(dt.UTC) - dt.timedelta(days=self._retention_days)
+        try:
+            deleted = writer.purge(before=cutoff.isoformat(timespec="seconds"))
+        except StoreError as exc:
+            self._warn("cannot apply the audit retention: %s", exc)
+            return
+        if deleted:
+            logger.info(
+                "deleted %d audit records older than %d days", deleted, self._retention_days
+            )
+
+    def _warn(self, message: str, *args: object) -> None:
+        now = time.monotonic()
+        if now - self._last_warning >= _WARN_EVERY_S:
+            self._last_warning = now
+            logger.warning(message, *args)

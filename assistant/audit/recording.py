@@ -1,0 +1,102 @@
+"""Turn one finished chat answer into the `AuditRecord` the log keeps."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable, Mapping
+
+from assistant.audit.log import utc_now
+from assistant.protocols import AnswerStream
+from assistant.types import (
+    HEADING_SEPARATOR,
+    Answer,
+    AuditRecord,
+    AuditSource,
+    DocMeta,
+    SearchFilters,
+    User,
+)
+
+__all__ = ["DocLookup", "make_record", "new_record_id"]
+
+DocLookup = Callable[[str], DocMeta | None]
+# The service's trace says "retrieval: 12 ms", "first token: 80 ms", "total: 95 ms".
+_TIMING = re.compile(r"^(retrieval|first token|total): ([0-9.]+) ms$")
+
+
+def new_record_id() -> str:
+    """Return a fresh record id (known before the record is written, so a chat can hold it)."""
+    return uuid.uuid4().hex
+
+
+def make_record(
+    stream: AnswerStream,
+    answer: Answer,
+    shown: str,
+    *,
+    question: str,
+    user: User,
+    filters: SearchFilters,
+    timings_ms: Mapping[str, float] | None = None,
+    doc_meta: DocLookup | None = None,
+    record_id: str = "",
+) -> AuditRecord:
+    """Return the record of an answer whose stream has ended.
+
+    Args:
+        stream: The finished run (its query, retrieval result, trace and mode).
+        answer: Its checked answer.
+        shown: The text the user saw.
+        question: What the user typed.
+        user: Who asked.
+        filters: The filters the question was asked with.
+        timings_ms: Extra timings measured by the caller, in milliseconds.
+        doc_meta: Looks up a source's version (the hits carry only its effective date).
+        record_id: The id to store under; a new one by default.
+    """
+    cited = {c.number for c in answer.citations}
+    sources = []
+    for number, hit in enumerate(answer.sources or stream.result.hits, start=1):
+        meta = doc_meta(hit.chunk.source) if doc_meta else None
+        sources.append(
+            AuditSource(
+                number=number,
+                chunk_id=hit.chunk.chunk_id,
+                source=hit.chunk.source,
+                title=hit.title,
+                heading_path=HEADING_SEPARATOR.join(hit.chunk.heading_path),
+                page=hit.chunk.page,
+                effective_date=hit.effective_date or (meta.effective_date if meta else ""),
+                version=meta.version if meta else "",
+                score=round(hit.score, 4),
+                cited=number in cited,
+            )
+        )
+    mode = str(getattr(stream, "mode", "") or "")
+    timings = _trace_timings(stream.trace())
+    timings.update({name: round(ms, 1) for name, ms in (timings_ms or {}).items()})
+    return AuditRecord(
+        record_id=record_id or new_record_id(),
+        time=utc_now(),
+        user=user.name,
+        question=question,
+        query=stream.query,
+        filters=filters,
+        sources=tuple(sources),
+        answer=shown,
+        mode=mode,
+        no_match=stream.result.no_good_match or mode == "no good match",
+        not_covered=answer.not_covered,
+        unsupported=answer.unsupported_sentences,
+        timings_ms=tuple(timings.items()),
+    )
+
+
+def _trace_timings(lines: tuple[str, ...]) -> dict[str, float]:
+    found = {}
+    for line in lines:
+        match = _TIMING.match(line)
+        if match:
+            found[match[1]] = float(match[2])
+    return found

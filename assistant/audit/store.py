@@ -1,0 +1,210 @@
+"""The audit database: one SQLite file, WAL mode, read and written only here.
+
+Two tables: ``answers`` (one row per answered question, lists as JSON text) and
+``feedback`` (at most one row per answer; a later thumb replaces the earlier).
+Every connection waits up to `BUSY_TIMEOUT_S` for a lock, so several chat
+processes and an export can share the file.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import closing, contextmanager
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
+
+from assistant.errors import StoreError
+from assistant.types import AuditRecord, AuditSource, Feedback, SearchFilters
+
+__all__ = ["AuditStore", "AuditWriter"]
+
+logger = logging.getLogger(__name__)
+
+BUSY_TIMEOUT_S = 5.0
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS answers (
+        id TEXT PRIMARY KEY, time TEXT NOT NULL, user TEXT NOT NULL, question TEXT NOT NULL,
+        query TEXT NOT NULL, filters TEXT NOT NULL, sources TEXT NOT NULL, answer TEXT NOT NULL,
+        mode TEXT NOT NULL, no_match INTEGER NOT NULL, not_covered INTEGER NOT NULL,
+        unsupported TEXT NOT NULL, timings TEXT NOT NULL)""",
+    "CREATE INDEX IF NOT EXISTS answers_time ON answers (time)",
+    """CREATE TABLE IF NOT EXISTS feedback (
+        answer_id TEXT PRIMARY KEY, time TEXT NOT NULL, user TEXT NOT NULL,
+        rating TEXT NOT NULL, reason TEXT NOT NULL, correction TEXT NOT NULL)""",
+)
+
+
+class AuditStore:
+    """Reads and writes the audit database at ``path``.
+
+    A store keeps no connection: `writer` opens one for a thread's lifetime,
+    the read methods open one each.
+    """
+
+    def __init__(self, path: Path, *, timeout: float = BUSY_TIMEOUT_S) -> None:
+        self.path = path
+        self._timeout = timeout
+
+    @contextmanager
+    def writer(self) -> Iterator[AuditWriter]:
+        """Yield a writer on a connection of its own (create the file and tables first).
+
+        Raises:
+            StoreError: The file cannot be created or opened.
+        """
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            connection = self._connect()
+            connection.execute("PRAGMA journal_mode=WAL")
+            for statement in _SCHEMA:
+                connection.execute(statement)
+            connection.commit()
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(f"cannot open the audit log {self.path}: {exc}") from exc
+        with closing(connection):
+            yield AuditWriter(connection)
+
+    def _connect(self) -> sqlite3.Connection:
+        connection = sqlite3.connect(self.path, timeout=self._timeout)
+        connection.row_factory = sqlite3.Row
+        return connection
+
+    def records(self, *, since: str = "") -> list[tuple[AuditRecord, Feedback | None]]:
+        """Return the records from ``since`` (an ISO date or time) on, oldest first.
+
+        Raises:
+            StoreError: The database cannot be read.
+        """
+        if not self.path.exists():
+            return []
+        query = (
+            "SELECT a.*, f.time AS f_time, f.user AS f_user, f.rating, f.reason, f.correction "
+            "FROM answers a LEFT JOIN feedback f ON f.answer_id = a.id "
+            "WHERE a.time >= ? ORDER BY a.time, a.id"
+        )
+        try:
+            with closing(self._connect()) as connection:
+                rows = connection.execute(query, (since,)).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read the audit log {self.path}: {exc}") from exc
+        return [(_record(row), _feedback(row)) for row in rows]
+
+
+def _translated(method: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Raise SQLite's errors (locked, disk full, read-only) as `StoreError`."""
+
+    @functools.wraps(method)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return method(*args, **kwargs)
+        except sqlite3.Error as exc:
+            raise StoreError(f"audit log write failed: {exc}") from exc
+
+    return wrapper
+
+
+class AuditWriter:
+    """Statements on one open connection; each call is one transaction."""
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self._connection = connection
+
+    @_translated
+    def add_record(self, record: AuditRecord) -> None:
+        """Insert ``record`` (a repeated id replaces the row)."""
+        row = (
+            record.record_id,
+            record.time,
+            record.user,
+            record.question,
+            record.query,
+            json.dumps(asdict(record.filters)),
+            json.dumps([asdict(s) for s in record.sources], ensure_ascii=False),
+            record.answer,
+            record.mode,
+            int(record.no_match),
+            int(record.not_covered),
+            json.dumps(list(record.unsupported), ensure_ascii=False),
+            json.dumps(dict(record.timings_ms)),
+        )
+        with self._connection:
+            self._connection.execute(
+                "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row
+            )
+
+    @_translated
+    def add_feedback(self, feedback: Feedback) -> None:
+        """Store ``feedback``, replacing any earlier feedback on the same answer."""
+        row = (
+            feedback.record_id,
+            feedback.time,
+            feedback.user,
+            feedback.rating,
+            feedback.reason,
+            feedback.correction,
+        )
+        with self._connection:
+            self._connection.execute(
+                "INSERT OR REPLACE INTO feedback VALUES (?, ?, ?, ?, ?, ?)", row
+            )
+
+    @_translated
+    def remove_feedback(self, record_id: str) -> None:
+        """Forget the feedback on one answer (the user took the thumb back)."""
+        with self._connection:
+            self._connection.execute("DELETE FROM feedback WHERE answer_id = ?", (record_id,))
+
+    @_translated
+    def purge(self, *, before: str) -> int:
+        """Delete the records (and their feedback) older than ``before``; return how many."""
+        with self._connection:
+            self._connection.execute(
+                "DELETE FROM feedback WHERE answer_id IN (SELECT id FROM answers WHERE time < ?)",
+                (before,),
+            )
+            cursor = self._connection.execute("DELETE FROM answers WHERE time < ?", (before,))
+        return cursor.rowcount
+
+
+def _record(row: sqlite3.Row) -> AuditRecord:
+    filters: dict[str, Any] = json.loads(row["filters"])
+    return AuditRecord(
+        record_id=row["id"],
+        time=row["time"],
+        user=row["user"],
+        question=row["question"],
+        query=row["query"],
+        filters=SearchFilters(
+            sources=tuple(filters.get("sources", ())),
+            tags=tuple(filters.get("tags", ())),
+            date_from=filters.get("date_from", ""),
+            date_to=filters.get("date_to", ""),
+        ),
+        sources=tuple(AuditSource(**s) for s in json.loads(row["sources"])),
+        answer=row["answer"],
+        mode=row["mode"],
+        no_match=bool(row["no_match"]),
+        not_covered=bool(row["not_covered"]),
+        unsupported=tuple(json.loads(row["unsupported"])),
+        timings_ms=tuple(json.loads(row["timings"]).items()),
+    )
+
+
+def _feedback(row: sqlite3.Row) -> Feedback | None:
+    if row["rating"] is None:
+        return None
+    return Feedback(
+        record_id=row["id"],
+        time=row["f_time"],
+        user=row["f_user"],
+        rating=row["rating"],
+        reason=row["reason"],
+        correction=row["correction"],
+    )

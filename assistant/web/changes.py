@@ -1,0 +1,104 @@
+"""The chat's view of the change list: the "Recent policy changes" panel and "updated on".
+
+`ChangeFeed` rereads ``INDEX/changes.jsonl`` only when the file changed, so
+every answer can ask whether a cited section changed lately.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from assistant.index.changes import changes_path, read_changes
+from assistant.types import HEADING_SEPARATOR, DocumentChange, Hit
+from assistant.web.format import escape_markdown
+
+__all__ = ["ChangeFeed", "recent_changes_markdown"]
+
+MAX_PANEL_ENTRIES = 20
+Today = Callable[[], dt.date]
+
+
+def _today() -> dt.date:
+    return dt.datetime.now(dt.UTC).date()
+
+
+class ChangeFeed:
+    """The changes of the last ``days`` days recorded beside the index at ``index``."""
+
+    def __init__(self, index: Path, *, days: int, today: Today = _today) -> None:
+        self._path = changes_path(index)
+        self._index = index
+        self.days = days
+        self._today = today
+        self._lock = threading.Lock()
+        self._seen: tuple[float, int] | None = None
+        self._changes: list[DocumentChange] = []
+
+    def recent(self) -> list[DocumentChange]:
+        """Return the changes of the last ``days`` days, oldest first."""
+        since = (self._today() - dt.timedelta(days=self.days)).isoformat()
+        return [c for c in self._all() if c.time >= since]
+
+    def _all(self) -> list[DocumentChange]:
+        try:
+            stat = self._path.stat()
+            seen: tuple[float, int] | None = (stat.st_mtime, stat.st_size)
+        except OSError:
+            seen = None
+        with self._lock:
+            if seen != self._seen:
+                self._changes = read_changes(self._index) if seen else []
+                self._seen = seen
+            return self._changes
+
+    def updated_on(self, hit: Hit) -> str:
+        """Return the date the hit's section was added or edited lately, or ""."""
+        path = HEADING_SEPARATOR.join(hit.chunk.heading_path)
+        date = ""
+        for change in self.recent():
+            if change.source != hit.chunk.source:
+                continue
+            if path in change.sections_edited or path in change.sections_added:
+                date = max(date, change.time[:10])
+        return date
+
+
+def recent_changes_markdown(changes: Sequence[DocumentChange], *, days: int) -> str:
+    """Return the panel's Markdown: newest change first, one line per document."""
+    if not changes:
+        return f"No policy changed in the last {days} days."
+    lines = []
+    for change in list(reversed(changes))[:MAX_PANEL_ENTRIES]:
+        title = escape_markdown(change.title or change.source)
+        detail = _detail(change)
+        lines.append(f"- **{change.time[:10]}** {title}: {change.change}{detail}")
+    return "\n".join(lines)
+
+
+def _detail(change: DocumentChange) -> str:
+    parts = []
+    if change.change == "edited":
+        if change.old_version != change.new_version:
+            parts.append(
+                f"version {escape_markdown(change.old_version or '-')} → "
+                f"{escape_markdown(change.new_version or '-')}"
+            )
+        if change.old_effective_date != change.new_effective_date:
+            parts.append(f"effective {escape_markdown(change.new_effective_date or '-')}")
+        for label, paths in (
+            ("edited", change.sections_edited),
+            ("new", change.sections_added),
+            ("removed", change.sections_removed),
+        ):
+            if paths:
+                names = ", ".join(
+                    escape_markdown(p.split(HEADING_SEPARATOR)[-1]) for p in paths[:5]
+                )
+                more = f" and {len(paths) - 5} more" if len(paths) > 5 else ""
+                parts.append(f"{label}: {names}{more}")
+    elif change.change == "added" and change.new_effective_date:
+        parts.append(f"effective {escape_markdown(change.new_effective_date)}")
+    return f" ({'; '.join(parts)})" if parts else ""

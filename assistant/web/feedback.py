@@ -1,0 +1,162 @@
+"""The chat's audit hooks without gradio: record each answer, take thumbs and reasons.
+
+`ChatAudit.answered` turns a finished answer into an audit record and returns
+its id; the chat puts that id in the answer message's metadata (``{"id": ...}``),
+so the id travels with the message, also into the browser's saved history. A
+thumb on any message of an answer (the text, its sources or its trace) is
+traced back to that id by `record_id_at`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Literal
+
+from assistant.audit.log import AuditLog, utc_now
+from assistant.audit.recording import DocLookup, make_record, new_record_id
+from assistant.protocols import AnswerStream
+from assistant.types import ANONYMOUS, Answer, DocMeta, Feedback, SearchFilters, User
+from assistant.words import valid_unicode
+
+__all__ = ["MAX_FEEDBACK_CHARS", "RECORD_PREFIX", "ChatAudit", "record_id_at", "user_named"]
+
+logger = logging.getLogger(__name__)
+
+MAX_FEEDBACK_CHARS = 2000
+THANKS_UP = "Thanks: noted as a good answer."
+THANKS_DOWN = "Thanks: noted. Tell us what was wrong (optional)."
+THANKS_REASON = "Thanks: your feedback is stored with this answer."
+WITHDRAWN = "Feedback withdrawn."
+NO_RECORD = "This answer was not recorded, so feedback on it cannot be stored."
+
+
+def user_named(name: str | None) -> User:
+    """Return the user a login name stands for; no login is ``ANONYMOUS``."""
+    return User(name=name) if name else ANONYMOUS
+
+
+class ChatAudit:
+    """Records the chat's answers and the feedback on them in an `AuditLog`.
+
+    Args:
+        log: Where records go (written in the background).
+        doc_meta: Looks up a source's current version for the record.
+    """
+
+    def __init__(self, log: AuditLog, *, doc_meta: DocLookup | None = None) -> None:
+        self.log = log
+        self._doc_meta = doc_meta
+
+    def answered(
+        self,
+        stream: AnswerStream,
+        answer: Answer,
+        shown: str,
+        *,
+        question: str,
+        filters: SearchFilters,
+        user: User,
+        timings_s: Mapping[str, float],
+    ) -> str:
+        """Queue the record of a finished answer; return its id ("" if it could not be made)."""
+        record_id = new_record_id()
+        try:
+            record = make_record(
+                stream,
+                answer,
+                shown,
+                question=question,
+                user=user,
+                filters=filters,
+                timings_ms={f"ui {k}": s * 1000 for k, s in timings_s.items()},
+                doc_meta=self._lookup,
+                record_id=record_id,
+            )
+        except Exception:  # an audit bug must never cost the user the answer
+            logger.warning("cannot make the audit record of an answer", exc_info=True)
+            return ""
+        self.log.record(record)
+        return record_id
+
+    def _lookup(self, source: str) -> DocMeta | None:
+        if self._doc_meta is None:
+            return None
+        try:
+            return self._doc_meta(source)
+        except Exception:  # no index right now: the record just lacks the version
+            return None
+
+    def rate(self, history: object, index: object, liked: object, *, user: User) -> tuple[str, str]:
+        """Store a thumb on the message at ``index``; return ``(record id, message)``.
+
+        ``liked`` is Gradio's: True, False, or the text of another feedback option
+        (stored as a thumbs down with that reason). The record id is "" when the
+        message belongs to no recorded answer.
+        """
+        record_id = record_id_at(history, index)
+        if not record_id:
+            return "", NO_RECORD
+        rating: Literal["up", "down"]
+        if liked is True:
+            rating, reason = "up", ""
+        elif liked is False:
+            rating, reason = "down", ""
+        elif liked in ("", None):  # Gradio sends "" when a thumb is clicked off again
+            self.log.withdraw(record_id)
+            return "", WITHDRAWN
+        else:
+            rating, reason = "down", _clean(str(liked))
+        self.log.feedback(Feedback(record_id, utc_now(), user.name, rating, reason=reason))
+        return record_id, THANKS_UP if rating == "up" else THANKS_DOWN
+
+    def explain(self, record_id: str, reason: str, correction: str, *, user: User) -> str:
+        """Store the reason and the right answer given after a thumbs down."""
+        if not record_id:
+            return NO_RECORD
+        self.log.feedback(
+            Feedback(
+                record_id,
+                utc_now(),
+                user.name,
+                "down",
+                reason=_clean(reason),
+                correction=_clean(correction),
+            )
+        )
+        return THANKS_REASON
+
+
+def _clean(text: object) -> str:
+    return valid_unicode(text.strip())[:MAX_FEEDBACK_CHARS] if isinstance(text, str) else ""
+
+
+def record_id_at(history: object, index: object) -> str:
+    """Return the audit id of the answer the message at ``index`` belongs to, or "".
+
+    Walks back from the message to the first one carrying an id in its
+    metadata, stopping at the user's question (an earlier answer is not this one).
+    """
+    if isinstance(index, Sequence) and not isinstance(index, str) and index:
+        index = index[0]
+    if not isinstance(history, Sequence) or isinstance(history, str) or not isinstance(index, int):
+        return ""
+    if not 0 <= index < len(history):
+        return ""
+    for message in reversed(history[: index + 1]):
+        if not isinstance(message, Mapping):
+            message = {
+                "role": getattr(message, "role", None),
+                "metadata": getattr(message, "metadata", None),
+            }
+        if message.get("role") == "user":
+            return ""
+        metadata = message.get("metadata")
+        found = metadata.get("id") if isinstance(metadata, Mapping) else None
+        if isinstance(found, str) and found.startswith(RECORD_PREFIX):
+            return found[len(RECORD_PREFIX) :]
+    return ""
+
+
+# Marks a metadata id as ours (Gradio uses ids for nested thoughts too).
+RECORD_PREFIX = "audit:"

@@ -1,0 +1,161 @@
+"""Feedback, saved history and export in a real browser (Debian's chromium via Playwright).
+
+The app is the real one (`build_app`) over the sample policies with the fake
+embedder and `FakeOpenAIServer`, so it writes the real audit log beside the index.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import socket
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assistant.cli.search import main
+from assistant.config import LLMSettings, Settings, StoreSettings, UISettings
+from assistant.index.ingest import ingest
+from assistant.web.app import build_app
+from tests.chromium import CHROMIUM, LAUNCH_ARGS, browser_marks
+from tests.conftest import FakeEmbedder
+from tests.openai_server import FakeOpenAIServer, Reply
+
+SAMPLE = Path(__file__).resolve().parent.parent / "data" / "policies"
+ANSWER = "Emergency Loans carry interest at 12% per annum on a reducing balance [1]."
+
+pytestmark = browser_marks
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Served:
+    url: str
+    index: Path
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    pytest.importorskip("playwright.sync_api")
+    index = tmp_path_factory.mktemp("audited") / "index"
+    with FakeOpenAIServer(handler=lambda body: Reply(text=ANSWER, chunk_chars=6)) as server:
+        settings = Settings(
+            store=StoreSettings(path=index),
+            llm=LLMSettings(base_url=server.base_url, api_key="test", timeout=10),
+            ui=UISettings(port=_free_port()),
+        )
+        ingest([SAMPLE], settings=settings, embedder=FakeEmbedder())
+        app = build_app(settings, doc_roots=[SAMPLE], embedder=FakeEmbedder())
+        url = app.launch()
+        try:
+            yield Served(url, index)
+        finally:
+            app.demo.close()
+
+
+@pytest.fixture
+def page(served: Served) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        try:
+            page = browser.new_context(accept_downloads=True).new_page()
+            page.set_default_timeout(20_000)
+            yield page
+        finally:
+            browser.close()
+
+
+def _ask(page: Any, question: str) -> None:
+    box = page.locator("textarea").first
+    box.fill(question)
+    box.press("Enter")
+    page.locator(".bot").get_by_text("12% per annum", exact=False).first.wait_for()
+    page.locator(".message-wrap").get_by_text("Sources", exact=True).first.wait_for()
+
+
+def _exported(index: Path) -> list[dict[str, Any]]:
+    out = io.StringIO()
+    assert main(["audit", "export", "--index", str(index)], environ={}, stdout=out) == 0
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def _wait_for(check: Any, timeout: float = 10.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.1)
+    return check()
+
+
+def test_thumbs_down_with_a_reason_lands_in_audit_export(served: Served, page: Any) -> None:
+    page.goto(served.url, wait_until="load")
+    question = "What is the emergency loan interest rate? (feedback)"
+    _ask(page, question)
+    page.get_by_role("button", name="Dislike", exact=True).first.click()
+    page.get_by_label("What was wrong? (optional)").fill("It left out the processing fee")
+    page.get_by_label("The right answer is... (optional)").fill("12% per annum, no fee")
+    page.get_by_role("button", name="Send feedback").click()
+    page.get_by_text("your feedback is stored", exact=False).wait_for()
+
+    def rated() -> dict[str, Any] | None:
+        mine = [r for r in _exported(served.index) if r["question"] == question]
+        return mine[0] if mine and mine[0]["feedback"] else None
+
+    record = _wait_for(rated)
+    assert record is not None
+    assert record["feedback"]["rating"] == "down"
+    assert record["feedback"]["reason"] == "It left out the processing fee"
+    assert record["feedback"]["correction"] == "12% per annum, no fee"
+    assert record["user"] == "anonymous"
+    assert record["sources"][0]["source"] == "loan-policy.md"
+
+
+def test_a_conversation_survives_a_reload_and_exports_with_its_citations(
+    served: Served, page: Any
+) -> None:
+    page.goto(served.url, wait_until="load")
+    question = "Kept: emergency loan interest rate?"
+    _ask(page, question)
+    time.sleep(1.0)  # the history is saved after the answer ends
+    page.reload(wait_until="load")
+    # The browser's saved conversations are listed (by their first question) under "New chat".
+    page.get_by_text("Kept: emergency", exact=False).first.click()
+    page.locator(".bot").get_by_text("12% per annum", exact=False).first.wait_for()
+    # The record id came back with the saved messages: a thumb still reaches the record.
+    page.get_by_role("button", name="Like", exact=True).first.click()
+
+    def liked() -> dict[str, Any] | None:
+        mine = [r for r in _exported(served.index) if r["question"] == question]
+        return mine[0] if mine and mine[0]["feedback"] else None
+
+    record = _wait_for(liked)
+    assert record is not None
+    assert record["feedback"]["rating"] == "up"
+
+    page.get_by_role("button", name="Export conversation (Markdown and HTML)").click()
+    link = page.locator("a[href*='conversation.md']").first
+    link.wait_for()
+    href = link.get_attribute("href")
+    assert href is not None
+    url = href if href.startswith("http") else served.url.rstrip("/") + href
+    with urllib.request.urlopen(url, timeout=10) as response:
+        markdown = response.read().decode("utf-8")
+    assert question in markdown
+    assert "12% per annum" in markdown
+    assert "Loan Policy" in markdown
+    assert "effective 2026-01-01" in markdown
+    assert f"({served.url.rstrip('/')}/doc/loan-policy.md#" in markdown
