@@ -32,6 +32,8 @@ ASSISTANT_CONTEXT_TOKENS       prompt budget in tokens
 ASSISTANT_HOST / _PORT         where the UI listens (127.0.0.1:7860)
 ASSISTANT_AUTH                 ``user:password`` pairs separated by ``,`` to require a login
 ASSISTANT_CONCURRENCY          chats answered at once
+ASSISTANT_EXAMPLES             example questions on the landing page, separated by ``|``
+                               (unset: drawn from the corpus; ``none``: no examples)
 =============================  =====================================================
 """
 
@@ -264,6 +266,8 @@ class UISettings:
     auth: tuple[tuple[str, str], ...] = ()
     concurrency: int = 4
     share: bool = False
+    # Empty: example questions are drawn from the corpus; ("none",) shows none.
+    examples: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         _require(
@@ -347,6 +351,7 @@ class Settings:
                     env.text("ASSISTANT_AUTH", ""), ",", ":", variable="ASSISTANT_AUTH"
                 ),
                 concurrency=env.integer("ASSISTANT_CONCURRENCY", d.ui.concurrency),
+                examples=_split_examples(env.text("ASSISTANT_EXAMPLES", "")),
             ),
         )
         # Only for the variable: an evaluation sweep may still try longer chunks on purpose.
@@ -385,6 +390,11 @@ class _Env:
 
     def flag(self, name: str) -> bool:
         return self.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _split_examples(raw: str) -> tuple[str, ...]:
+    """Return the ``|``-separated example questions, blanks dropped."""
+    return tuple(part.strip() for part in raw.split("|") if part.strip())
 
 
 def _parse_pairs(

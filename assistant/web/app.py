@@ -10,15 +10,17 @@ configured document roots.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from assistant.config import Settings
 from assistant.errors import AssistantError
-from assistant.protocols import Embedder
-from assistant.types import IndexSnapshot
+from assistant.protocols import Embedder, Searcher
+from assistant.types import Chunk, IndexSnapshot
+from assistant.web.examples import pick_examples
+from assistant.web.header import answer_mode, corpus_status, header_markdown
 from assistant.web.ui import build_demo, launch
 from assistant.web.viewer import DocumentViewer
 
@@ -50,6 +52,50 @@ def catalog_of(snapshot: IndexSnapshot) -> tuple[list[tuple[str, str]], list[str
     sources = sorted((source, meta.title or source) for source, meta in snapshot.docs.items())
     tags = sorted({tag for meta in snapshot.docs.values() for tag in meta.tags})
     return sources, tags
+
+
+def chunk_names(snapshot: Callable[[], IndexSnapshot]) -> Callable[[str], str]:
+    """Return a lookup of "Title > Section" by chunk id, rebuilt when the index changes."""
+    cache: dict[str, dict[str, str]] = {}
+
+    def name(chunk_id: str) -> str:
+        try:
+            current = snapshot()
+        except AssistantError:
+            return ""
+        if current.generation not in cache:
+            cache.clear()
+            cache[current.generation] = {
+                chunk.chunk_id: _chunk_name(chunk, current) for chunk in current.chunks
+            }
+        return cache[current.generation].get(chunk_id, "")
+
+    return name
+
+
+def _chunk_name(chunk: Chunk, snapshot: IndexSnapshot) -> str:
+    meta = snapshot.docs.get(chunk.source)
+    title = (meta.title if meta else "") or chunk.source
+    section = chunk.heading_path[-1] if len(chunk.heading_path) > 1 else ""
+    return f"{title} > {section}" if section else title
+
+
+def _status(settings: Settings, snapshot: Callable[[], IndexSnapshot]) -> str:
+    try:
+        status = corpus_status(snapshot(), settings)
+    except AssistantError:
+        status = None
+    return header_markdown(status, answer_mode(settings))
+
+
+def _examples(
+    settings: Settings, snapshot_of: Callable[[], IndexSnapshot], searcher: Searcher
+) -> tuple[str, ...]:
+    try:
+        snapshot: IndexSnapshot | None = snapshot_of()
+    except AssistantError:
+        snapshot = None
+    return pick_examples(settings.ui.examples, snapshot, searcher)
 
 
 def build_app(
@@ -94,6 +140,9 @@ def build_app(
         settings=settings,
         sources=sources,
         tags=tags,
+        examples=_examples(settings, retriever.snapshot, retriever),
         catalog=lambda: catalog_of(retriever.snapshot()),
+        status=lambda: _status(settings, retriever.snapshot),
+        names=chunk_names(retriever.snapshot),
     )
     return WebApp(demo=demo, viewer=viewer, settings=settings)

@@ -68,7 +68,7 @@ def _doc_route(viewer: DocumentViewer) -> APIRoute:
         if not _authorised(request):
             body = '<!doctype html><p>Please <a href="/">log in</a> first.</p>'
             return HTMLResponse(body, status_code=401, headers=SECURITY_HEADERS)
-        page = viewer.page(path)
+        page = viewer.page(path, passage=request.query_params.get("passage", ""))
         return HTMLResponse(page.html, status_code=page.status, headers=SECURITY_HEADERS)
 
     return APIRoute(

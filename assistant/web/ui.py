@@ -19,6 +19,7 @@ import importlib.util
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
@@ -27,27 +28,36 @@ from assistant.answering.service import shown_text
 from assistant.config import Settings
 from assistant.errors import AssistantError, IndexNotFoundError
 from assistant.protocols import AnswerStream, ChatService
-from assistant.types import SearchFilters, Turn
+from assistant.types import Answer, SearchFilters, Turn
+from assistant.web.answer_view import (
+    filter_note,
+    filter_words,
+    filters_label,
+    no_match_body,
+    sources_collapsed,
+    sources_title,
+)
 from assistant.web.format import (
     escape_markdown,
     history_to_turns,
     sources_markdown,
     trace_markdown,
 )
+from assistant.web.layout import CSS, JS
 from assistant.web.routes import app_kwargs
+from assistant.web.trace import ChunkNames
 from assistant.web.viewer import DocumentViewer
 from assistant.words import valid_unicode
 
-__all__ = ["EXAMPLES", "build_demo", "launch", "make_responder", "theme"]
+__all__ = ["EXAMPLES", "TITLE", "build_demo", "launch", "make_responder", "mark_stopped", "theme"]
 
 logger = logging.getLogger(__name__)
 
-EXAMPLES = (
-    "What is the emergency loan interest rate?",
-    "How many days of annual leave do staff get?",
-    "What is the penalty for early loan repayment?",
-    "How many guarantors does a development loan need?",
-)
+TITLE = "Policy assistant"
+# No fixed examples: `assistant.web.examples` draws them from the loaded corpus.
+EXAMPLES: tuple[str, ...] = ()
+STOPPED_NOTE = "*Stopped: the answer above is incomplete.*"
+IN_PROGRESS = "Sources (answer in progress)"
 NO_INDEX_MESSAGE = (
     "There is no search index yet. Run `python ingest.py` to index the policy documents; "
     "the chat uses the new index from the next question on, with no restart."
@@ -85,6 +95,7 @@ def make_responder(
     *,
     settings: Settings,
     catalog: Callable[[], FilterChoices] | None = None,
+    names: ChunkNames | None = None,
 ) -> Responder:
     """Return the chat generator Gradio calls with (message, history, sources, tags, k).
 
@@ -93,11 +104,11 @@ def make_responder(
         settings: Supplies the default ``k`` and the UI's own host for links.
         catalog: Returns the current ``(sources, tags)``; filter values outside it are
             refused with a message. None accepts any value.
+        names: Returns "Title > Section" for a chunk id, for the trace.
 
     Returns:
         A generator function yielding the chat messages of one answer.
     """
-    allowed_hosts = frozenset({settings.ui.host.lower()})
 
     def respond(
         message: str,
@@ -123,9 +134,9 @@ def make_responder(
         filters = SearchFilters(sources=tuple(wanted_sources), tags=tuple(wanted_tags))
         top_k = _clamp_k(k, default=settings.retrieval.top_k)
         turns = history_to_turns(history)
-        yield from _answer(
-            service, question, turns, k=top_k, filters=filters, allowed_hosts=allowed_hosts
-        )
+        shown = _Shown(filters=filter_words(filters, _titles(catalog)), names=names)
+        shown.no_match_note = filter_note(filters, _titles(catalog))
+        yield from _answer(service, question, turns, k=top_k, filters=filters, shown=shown)
 
     return respond
 
@@ -153,6 +164,25 @@ def _unknown_filters(
     return ", ".join(escape_markdown(valid_unicode(str(value))) for value in unknown[:5])
 
 
+@dataclass(slots=True)
+class _Shown:
+    """What the chat adds around an answer: the filters in words, chunk names for the trace."""
+
+    filters: str = ""
+    names: ChunkNames | None = None
+    no_match_note: str = ""
+
+
+def _titles(catalog: Callable[[], FilterChoices] | None) -> dict[str, str]:
+    if catalog is None:
+        return {}
+    try:
+        sources, _ = catalog()
+    except AssistantError:
+        return {}
+    return dict(sources)
+
+
 def _clamp_k(k: float | None, *, default: int) -> int:
     if k is None:
         return default
@@ -166,7 +196,7 @@ def _answer(
     *,
     k: int,
     filters: SearchFilters,
-    allowed_hosts: frozenset[str],
+    shown: _Shown,
 ) -> Iterator[list[gr.ChatMessage]]:
     started = time.perf_counter()
     try:
@@ -180,7 +210,7 @@ def _answer(
         yield [gr.ChatMessage(content=FAILED_MESSAGE.format(reason=_short(exc)))]
         return
     try:
-        yield from _stream(stream, question, started=started)
+        yield from _stream(stream, question, started=started, shown=shown)
     finally:
         stream.close()
 
@@ -190,36 +220,117 @@ def _stream(
     question: str,
     *,
     started: float,
+    shown: _Shown,
 ) -> Iterator[list[gr.ChatMessage]]:
-    shown, first, last_update = "", 0.0, 0.0
+    text, first, last_update = "", 0.0, 0.0
+    # Shown while the answer streams, so a stopped answer's [n] still point somewhere.
+    pending = _pending_sources(stream, question)
     try:
         for delta in stream:
             now = time.perf_counter()
             first = first or now - started
-            shown += delta
+            text += delta
             # Each update makes Gradio diff and send the whole message list; with
             # many users streaming at once, coalescing deltas keeps first tokens fast.
             if now - last_update >= UPDATE_INTERVAL_S:
                 last_update = now
-                yield [gr.ChatMessage(content=shown)]
+                yield [gr.ChatMessage(content=text), *pending]
         answer = stream.answer()
     except AssistantError as exc:
         logger.warning("chat failed while streaming: %s", exc, exc_info=True)
-        yield [gr.ChatMessage(content=f"{shown}\n\n*{FAILED_MESSAGE.format(reason=_short(exc))}*")]
+        failed = f"{text}\n\n*{FAILED_MESSAGE.format(reason=_short(exc))}*"
+        yield [gr.ChatMessage(content=failed), *pending]
         return
     timings = {"first token": first, "total": time.perf_counter() - started}
     # The checked answer drops citation markers that point at no source.
-    body = shown_text(answer, streamed=shown, error=stream.error)
-    messages = [gr.ChatMessage(content=body)]
-    if answer.sources:
-        no_match = stream.result.no_good_match or answer.not_covered
-        title = "Closest sections (no good match)" if no_match else "Sources"
-        messages.append(gr.ChatMessage(content=sources_markdown(answer), metadata={"title": title}))
+    body = shown_text(answer, streamed=text, error=stream.error)
+    no_match = stream.result.no_good_match or answer.not_covered
+    messages = (
+        _no_match_messages(answer, body, shown) if no_match else _answer_messages(answer, body)
+    )
     trace = trace_markdown(
-        question=question, query=stream.query, lines=stream.trace(), timings=timings
+        question=question,
+        query=stream.query,
+        lines=stream.trace(),
+        timings=timings,
+        names=shown.names,
+        filters=shown.filters,
     )
     messages.append(gr.ChatMessage(content=trace, metadata={"title": "Trace", "status": "done"}))
     yield messages
+
+
+def _pending_sources(stream: AnswerStream, question: str) -> list[gr.ChatMessage]:
+    result = stream.result
+    if not result.hits or result.no_good_match:
+        return []
+    provisional = Answer(question, "", result.hits, citations=())
+    metadata: Any = {"title": IN_PROGRESS, "status": "done"}
+    return [gr.ChatMessage(content=sources_markdown(provisional), metadata=metadata)]
+
+
+def _answer_messages(answer: Answer, body: str) -> list[gr.ChatMessage]:
+    messages = [gr.ChatMessage(content=body)]
+    if not answer.sources:
+        return messages
+    listing = sources_markdown(answer)
+    metadata: Any = {"title": "Sources"}
+    if sources_collapsed(answer, body=body, sources_text=listing):
+        # Short and cited: a one-line summary, the entries one click away.
+        metadata = {"title": sources_title(answer), "status": "done"}
+    messages.append(gr.ChatMessage(content=listing, metadata=metadata))
+    return messages
+
+
+def _no_match_messages(answer: Answer, body: str, shown: _Shown) -> list[gr.ChatMessage]:
+    listed = no_match_body(body, answer.sources)
+    text = listed or body
+    if shown.no_match_note:
+        text += "\n\n" + shown.no_match_note
+    messages = [gr.ChatMessage(content=text)]
+    if listed is None and answer.sources:
+        metadata: Any = {"title": "Closest sections (no good match)"}
+        messages.append(gr.ChatMessage(content=sources_markdown(answer), metadata=metadata))
+    return messages
+
+
+def mark_stopped(history: object) -> list[Any]:
+    """Return the chat history with its last answer marked as stopped, sources kept.
+
+    Stopping ends the answer generator before its final update, so the last answer
+    text and the provisional Sources stay as they were; this says so and closes
+    the Sources' "in progress" state.
+    """
+    if not isinstance(history, list):
+        return []
+    messages = [dict(m) if isinstance(m, dict) else m for m in history]
+    answer_at = _last_answer(messages)
+    if answer_at is None:
+        return messages
+    answer = messages[answer_at]
+    content = answer.get("content")
+    if isinstance(content, str) and STOPPED_NOTE not in content:
+        answer["content"] = f"{content}\n\n{STOPPED_NOTE}"
+    for message in messages[answer_at + 1 :]:
+        metadata = message.get("metadata") if isinstance(message, dict) else None
+        if isinstance(metadata, dict) and metadata.get("title") == IN_PROGRESS:
+            message["metadata"] = {**metadata, "title": "Sources", "status": "done"}
+    return messages
+
+
+def _last_answer(messages: list[Any]) -> int | None:
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if not isinstance(message, dict):
+            continue
+        if message.get("role") == "user":
+            return None
+        metadata = message.get("metadata")
+        if message.get("role") == "assistant" and not (
+            isinstance(metadata, dict) and metadata.get("title")
+        ):
+            return index
+    return None
 
 
 def _short(exc: AssistantError) -> str:
@@ -235,6 +346,8 @@ def build_demo(
     tags: Sequence[str] = (),
     examples: Sequence[str] = EXAMPLES,
     catalog: Callable[[], FilterChoices] | None = None,
+    status: Callable[[], str] | None = None,
+    names: ChunkNames | None = None,
 ) -> gr.Blocks:
     """Build the chat UI around a service.
 
@@ -243,9 +356,11 @@ def build_demo(
         settings: UI concurrency and the default ``k``.
         sources: ``(source, title)`` pairs offered in the documents filter.
         tags: Tags offered in the tags filter.
-        examples: Example questions shown under the chat.
+        examples: Example questions shown on the empty chat.
         catalog: Returns the current ``(sources, tags)``; called on every page load
             so documents ingested after start-up appear in the filters.
+        status: Returns the header line (corpus and answer mode); called on every load.
+        names: Returns "Title > Section" for a chunk id, for the trace.
 
     Returns:
         The Gradio Blocks; serve it with `launch`.
@@ -255,7 +370,7 @@ def build_demo(
     # them against the current catalog instead.
     current: Callable[[], FilterChoices] = catalog or (lambda: (sources, tags))
     source_box = gr.Dropdown(
-        choices=[(f"{title} ({source})", source) for source, title in sources],
+        choices=_source_choices(sources),
         multiselect=True,
         allow_custom_value=True,
         label="Documents",
@@ -267,22 +382,29 @@ def build_demo(
     k_slider = gr.Slider(
         1, 10, value=min(settings.retrieval.top_k, 10), step=1, label="Sources (k)", render=False
     )
-    demo = gr.Blocks(title="Policy assistant", analytics_enabled=False)
+    accordion = gr.Accordion("Filters", open=False, render=False)
+    demo = gr.Blocks(title=TITLE, analytics_enabled=False, fill_height=True)
     with demo:
-        gr.ChatInterface(
-            make_responder(service, settings=settings, catalog=current),
+        new_chat, status_line = _header(status)
+        chat = gr.ChatInterface(
+            make_responder(service, settings=settings, catalog=current, names=names),
             chatbot=gr.Chatbot(
-                label="Policy assistant", height=560, latex_delimiters=[], buttons=["copy"]
+                show_label=False,
+                scale=1,
+                height="100%",
+                latex_delimiters=[],
+                buttons=["copy"],
             ),
             additional_inputs=[source_box, tag_box, k_slider],
-            additional_inputs_accordion=gr.Accordion("Filters", open=False, render=False),
+            additional_inputs_accordion=accordion,
             examples=[[question] for question in examples] or None,
-            title="Policy assistant",
-            description="Answers questions about the policy documents, with numbered sources.",
             concurrency_limit=settings.ui.concurrency,
             api_name="chat",
             fill_height=True,
         )
+        _wire_filters(chat, accordion, source_box, tag_box)
+        _wire_new_chat(chat, new_chat, source_box, tag_box)
+        _wire_stop(chat)
         if catalog is not None:
             demo.load(
                 _refresh_filters(catalog),
@@ -290,7 +412,60 @@ def build_demo(
                 api_visibility="private",
                 queue=False,
             )
+        if status is not None:
+            demo.load(status, outputs=[status_line], api_visibility="private", queue=False)
     return demo
+
+
+def _header(status: Callable[[], str] | None) -> tuple[gr.Button, gr.Markdown]:
+    """Render the title (once), the "New chat" button and the corpus / mode line."""
+    with gr.Row(elem_id="chat-header", equal_height=True):
+        gr.Markdown(f"# {TITLE}")
+        new_chat = gr.Button("New chat", elem_id="new-chat", size="sm", scale=0)
+    line = gr.Markdown(status() if status else "", elem_id="chat-status")
+    return new_chat, line
+
+
+def _source_choices(sources: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    return [(f"{title} ({source})", source) for source, title in sources]
+
+
+def _wire_filters(
+    chat: gr.ChatInterface, accordion: gr.Accordion, source_box: gr.Dropdown, tag_box: gr.Dropdown
+) -> None:
+    """Name the active filters in the collapsed Filters header; Clear clears them too."""
+
+    def label(chosen: list[Any] | None, tagged: list[Any] | None) -> Any:
+        return gr.Accordion(label=filters_label(_as_list(chosen), _as_list(tagged)))
+
+    for box in (source_box, tag_box):
+        box.change(label, [source_box, tag_box], [accordion], api_visibility="private", queue=False)
+    chat.chatbot.clear(
+        lambda: ([], []), None, [source_box, tag_box], api_visibility="private", queue=False
+    )
+
+
+def _wire_new_chat(
+    chat: gr.ChatInterface, button: gr.Button, source_box: gr.Dropdown, tag_box: gr.Dropdown
+) -> None:
+    button.click(
+        lambda: ([], [], [], []),
+        None,
+        [chat.chatbot, chat.chatbot_state, source_box, tag_box],
+        api_visibility="private",
+        queue=False,
+    )
+
+
+def _wire_stop(chat: gr.ChatInterface) -> None:
+    # Gradio's own Stop handler cancels the answer; this one marks what remains.
+    chat.textbox.stop(
+        lambda history: (mark_stopped(history),) * 2,
+        [chat.chatbot],
+        [chat.chatbot, chat.chatbot_state],
+        api_visibility="private",
+        queue=False,
+    )
 
 
 FilterChoices = tuple[Sequence[tuple[str, str]], Sequence[str]]
@@ -304,7 +479,7 @@ def _refresh_filters(catalog: Callable[[], FilterChoices]) -> Callable[[], tuple
             logger.warning("cannot list documents for the filters: %s", exc)
             return gr.update(), gr.update()
         return (
-            gr.update(choices=[(f"{title} ({source})", source) for source, title in sources]),
+            gr.update(choices=_source_choices(sources)),
             gr.update(choices=list(tags)),
         )
 
@@ -351,6 +526,8 @@ def launch(
         show_error=False,
         footer_links=["api"],
         theme=theme(),
+        css=CSS,
+        js=JS,
         app_kwargs=app_kwargs(viewer),
     )
     return str(local_url)

@@ -22,6 +22,8 @@ from pathlib import Path, PurePosixPath
 from assistant.documents.markdown import render_html
 from assistant.errors import AssistantError, DocumentError
 from assistant.types import Document, Section
+from assistant.web.marking import mark_passage
+from assistant.web.plain import plain_text as _plain
 
 __all__ = ["CSP", "SECURITY_HEADERS", "DocumentViewer", "ViewerPage"]
 
@@ -38,10 +40,15 @@ _STYLE = (
     "body{font-family:system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem;"
     "line-height:1.5}section{border-left:3px solid transparent;padding-left:.75rem}"
     "section:target{border-left-color:#f59e0b;background:#fffbeb}"
+    "section.cited{border-left-color:#f59e0b;background:#fffbeb}mark{background:#fde68a}"
+    ".crumbs{position:sticky;top:0;background:#fff;padding:.5rem 0;border-bottom:1px solid #ddd;"
+    "display:flex;gap:1rem;flex-wrap:wrap;font-size:.9rem}.crumbs span{color:#555}"
+    "[id]{scroll-margin-top:4rem}"
     "pre{white-space:pre-wrap}table{border-collapse:collapse}td,th{border:1px solid #ccc;"
     "padding:.25rem .5rem}.meta{color:#555}"
 )
 
+MAX_PASSAGE = 400
 Loader = Callable[[Path, Path, str], Document]
 SourceCatalog = Callable[[], Mapping[str, str]]
 
@@ -86,11 +93,12 @@ class DocumentViewer:
         self._loader = loader
         self._catalog = catalog
 
-    def page(self, path: str) -> ViewerPage:
+    def page(self, path: str, *, passage: str = "") -> ViewerPage:
         """Return the page for a request path such as ``hr/leave.md``.
 
         Unsafe or unknown paths give a 404 page that does not reveal why, and
-        files the loader rejects give a 422 page naming the problem.
+        files the loader rejects give a 422 page naming the problem. A ``passage``
+        (the cited text) is highlighted where it occurs, with the id ``cited``.
         """
         found = self._resolve(path)
         if found is None:
@@ -104,7 +112,7 @@ class DocumentViewer:
             logger.warning("viewer cannot load %s: %s", source, exc.reason)
             body = f"<h1>Cannot show document</h1><p>{html.escape(str(exc))}</p>"
             return ViewerPage(422, _page("Cannot show document", body))
-        return ViewerPage(200, render_document(document))
+        return ViewerPage(200, render_document(document, passage=passage[:MAX_PASSAGE]))
 
     def _candidate_roots(self, source: str) -> tuple[Path, ...]:
         if self._catalog is None:
@@ -165,8 +173,13 @@ def _safe_relative(path: str, *, any_name: bool = False) -> PurePosixPath | None
     return relative
 
 
-def render_document(document: Document) -> str:
-    """Render a document as a standalone HTML page with one anchor per section."""
+def render_document(document: Document, *, passage: str = "") -> str:
+    """Render a document as a standalone HTML page with one anchor per section.
+
+    The section holding ``passage`` gets the class ``cited`` and the passage a
+    ``<mark id="cited">`` (or, when its text spans markup it cannot follow, the
+    section starts with the ``cited`` anchor), so ``#cited`` lands on it.
+    """
     meta = document.meta
     facts = [f"source: {document.source}"]
     where = f" (from {meta.date_source})" if meta.date_source else ""
@@ -179,21 +192,68 @@ def render_document(document: Document) -> str:
     header = f'<p class="meta">{html.escape(" · ".join(facts))}</p>'
     if document.kind != "markdown":
         header = f"<h1>{html.escape(meta.title or document.source)}</h1>\n{header}"
-    body = "\n".join(_section_html(document, section) for section in document.sections)
-    return _page(meta.title or document.source, header + body)
+    cited = find_section(document, passage)
+    parts = []
+    for section in document.sections:
+        inner = _section_html(document, section, cited=section is cited, passage=passage)
+        parts.append(inner)
+    crumbs = _crumbs(document, cited)
+    return _page(meta.title or document.source, crumbs + header + "\n".join(parts))
 
 
-def _section_html(document: Document, section: Section) -> str:
+def _crumbs(document: Document, cited: Section | None) -> str:
+    # Stays at the top while reading, so the cited passage's place is always named.
+    path = cited.heading_path if cited is not None else (document.meta.title or document.source,)
+    trail = html.escape(" > ".join(path))
+    return f'<nav class="crumbs"><a href="/">&larr; Back to the chat</a> <span>{trail}</span></nav>'
+
+
+def find_section(document: Document, passage: str) -> Section | None:
+    """Return the section whose text holds ``passage`` (case and spacing aside), or None."""
+    wanted = _folded(passage)
+    if not wanted:
+        return None
+    probes = [wanted, *(_folded(cell) for cell in _row_values(passage))]
+    for probe in probes:
+        for section in document.sections:
+            if probe and probe in _folded(
+                _plain(document.text[section.char_start : section.char_end])
+            ):
+                return section
+    return None
+
+
+def _row_values(passage: str) -> list[str]:
+    # A table row quoted as "Header: cell; Header: cell": its longest cell locates it.
+    cells = [part.split(": ", 1)[-1] for part in passage.split("; ")]
+    return sorted((cell for cell in cells if len(cell) >= 8), key=len, reverse=True)[:1]
+
+
+def _folded(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def _section_html(document: Document, section: Section, *, cited: bool, passage: str) -> str:
     text = document.text[section.char_start : section.char_end]
     anchor = f' id="{html.escape(section.anchor, quote=True)}"' if section.anchor else ""
+    inner = _section_inner(document, section, text)
+    if not cited:
+        return f"<section{anchor}>\n{inner}\n</section>"
+    marked = mark_passage(inner, passage)
+    if marked is None:
+        marked = '<a id="cited"></a>' + inner
+    return f'<section{anchor} class="cited">\n{marked}\n</section>'
+
+
+def _section_inner(document: Document, section: Section, text: str) -> str:
     if document.kind == "markdown":
-        inner = render_html(text)
+        return render_html(text)
     else:
         level = min(max(section.level, 1), 6)
         heading = html.escape(section.heading_path[-1]) if section.heading_path else ""
         page = f' <small class="meta">page {section.page}</small>' if section.page else ""
         inner = f"<h{level}>{heading}{page}</h{level}>\n<pre>{html.escape(text)}</pre>"
-    return f"<section{anchor}>\n{inner}\n</section>"
+    return inner
 
 
 def _page(title: str, body: str) -> str:
