@@ -239,7 +239,7 @@ def _stream(
     except AssistantError as exc:
         logger.warning("chat failed while streaming: %s", exc, exc_info=True)
         failed = f"{text}\n\n*{FAILED_MESSAGE.format(reason=_short(exc))}*"
-        yield [gr.ChatMessage(content=failed), *pending]
+        yield [gr.ChatMessage(content=failed), *_finished(pending)]
         return
     timings = {"first token": first, "total": time.perf_counter() - started}
     # The checked answer drops citation markers that point at no source.
@@ -267,6 +267,14 @@ def _pending_sources(stream: AnswerStream, question: str) -> list[gr.ChatMessage
     provisional = Answer(question, "", result.hits, citations=())
     metadata: Any = {"title": IN_PROGRESS, "status": "done"}
     return [gr.ChatMessage(content=sources_markdown(provisional), metadata=metadata)]
+
+
+def _finished(pending: list[gr.ChatMessage]) -> list[gr.ChatMessage]:
+    """Return the provisional Sources retitled: the answer ended early, they still apply."""
+    return [
+        gr.ChatMessage(content=message.content, metadata={"title": "Sources", "status": "done"})
+        for message in pending
+    ]
 
 
 def _answer_messages(answer: Answer, body: str) -> list[gr.ChatMessage]:
@@ -382,7 +390,6 @@ def build_demo(
     k_slider = gr.Slider(
         1, 10, value=min(settings.retrieval.top_k, 10), step=1, label="Sources (k)", render=False
     )
-    accordion = gr.Accordion("Filters", open=False, render=False)
     demo = gr.Blocks(title=TITLE, analytics_enabled=False, fill_height=True)
     with demo:
         new_chat, status_line = _header(status)
@@ -396,13 +403,15 @@ def build_demo(
                 buttons=["copy"],
             ),
             additional_inputs=[source_box, tag_box, k_slider],
-            additional_inputs_accordion=accordion,
+            additional_inputs_accordion=gr.Accordion("Filters", open=False, render=False),
             examples=[[question] for question in examples] or None,
             concurrency_limit=settings.ui.concurrency,
             api_name="chat",
             fill_height=True,
         )
-        _wire_filters(chat, accordion, source_box, tag_box)
+        # ChatInterface builds its own Accordion from the one given; label that one.
+        shown = source_box.parent
+        _wire_filters(chat, shown if isinstance(shown, gr.Accordion) else None, source_box, tag_box)
         _wire_new_chat(chat, new_chat, source_box, tag_box)
         _wire_stop(chat)
         if catalog is not None:
@@ -431,15 +440,21 @@ def _source_choices(sources: Sequence[tuple[str, str]]) -> list[tuple[str, str]]
 
 
 def _wire_filters(
-    chat: gr.ChatInterface, accordion: gr.Accordion, source_box: gr.Dropdown, tag_box: gr.Dropdown
+    chat: gr.ChatInterface,
+    accordion: gr.Accordion | None,
+    source_box: gr.Dropdown,
+    tag_box: gr.Dropdown,
 ) -> None:
     """Name the active filters in the collapsed Filters header; Clear clears them too."""
 
     def label(chosen: list[Any] | None, tagged: list[Any] | None) -> Any:
         return gr.Accordion(label=filters_label(_as_list(chosen), _as_list(tagged)))
 
-    for box in (source_box, tag_box):
-        box.change(label, [source_box, tag_box], [accordion], api_visibility="private", queue=False)
+    if accordion is not None:
+        for box in (source_box, tag_box):
+            box.change(
+                label, [source_box, tag_box], [accordion], api_visibility="private", queue=False
+            )
     chat.chatbot.clear(
         lambda: ([], []), None, [source_box, tag_box], api_visibility="private", queue=False
     )
