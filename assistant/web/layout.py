@@ -50,13 +50,31 @@ JS = """
     if (node.tagName === "LI") inner = "- " + inner.trim();
     return BLOCKS.has(node.tagName) ? "\\n" + inner.trim() + "\\n" : inner;
   }
+  function titleOf(group) {
+    const title = group.querySelector(".title");
+    return title ? title.innerText.trim() : "";
+  }
   function messageText(message) {
-    const title = message.querySelector(".thought-group .title");
-    const heading = title ? title.innerText.trim() : "";
+    const group = message.querySelector(".thought-group");
+    const heading = group ? titleOf(group) : "";
     if (heading === "Trace") return "";
     const content = message.querySelectorAll(".message-content");
     const body = Array.from(content).map(textOf).join("\\n");
     return (heading ? heading + "\\n" : "") + body;
+  }
+  async function copyRow(row) {
+    // A collapsed panel (the Sources summary) has no content in the page: open it
+    // for the moment it takes to read, then close it again.
+    const closed = Array.from(row.querySelectorAll(".thought-group"))
+      .filter((group) => !group.querySelector(".content") && titleOf(group) !== "Trace");
+    closed.forEach((group) => group.querySelector(".title").click());
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    const messages = row.querySelectorAll(".message:not(.bot):not(.user)");
+    const parts = Array.from(messages).map(messageText);
+    const text = parts.join("\\n\\n").replace(/[ \\t]+\\n/g, "\\n")
+      .replace(/\\n{3,}/g, "\\n\\n").trim();
+    closed.forEach((group) => group.querySelector(".title").click());
+    await navigator.clipboard.writeText(text);
   }
   document.addEventListener("click", (event) => {
     const target = event.target;
@@ -65,13 +83,9 @@ JS = """
     const bar = button.closest(".message-buttons");
     const row = bar && bar.previousElementSibling;
     if (!row || !row.classList.contains("message-row")) return;
-    const messages = row.querySelectorAll(".message:not(.bot):not(.user)");
-    const parts = Array.from(messages).map(messageText);
-    const text = parts.join("\\n\\n").replace(/[ \\t]+\\n/g, "\\n")
-      .replace(/\\n{3,}/g, "\\n\\n").trim();
     event.stopPropagation();
     event.preventDefault();
-    navigator.clipboard.writeText(text);
+    copyRow(row);
   }, true);
 }
 """

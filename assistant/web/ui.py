@@ -319,6 +319,9 @@ def mark_stopped(history: object) -> list[Any]:
     content = answer.get("content")
     if isinstance(content, str) and STOPPED_NOTE not in content:
         answer["content"] = f"{content}\n\n{STOPPED_NOTE}"
+    elif isinstance(content, list) and STOPPED_NOTE not in str(content):
+        # Gradio 6 sends message content as typed parts.
+        answer["content"] = [*content, {"type": "text", "text": f"\n\n{STOPPED_NOTE}"}]
     for message in messages[answer_at + 1 :]:
         metadata = message.get("metadata") if isinstance(message, dict) else None
         if isinstance(metadata, dict) and metadata.get("title") == IN_PROGRESS:
@@ -396,6 +399,7 @@ def build_demo(
         chat = gr.ChatInterface(
             make_responder(service, settings=settings, catalog=current, names=names),
             chatbot=gr.Chatbot(
+                elem_id="chat",
                 show_label=False,
                 scale=1,
                 height="100%",
@@ -410,8 +414,7 @@ def build_demo(
             fill_height=True,
         )
         # ChatInterface builds its own Accordion from the one given; label that one.
-        shown = source_box.parent
-        _wire_filters(chat, shown if isinstance(shown, gr.Accordion) else None, source_box, tag_box)
+        _wire_filters(chat, _accordion_of(source_box), source_box, tag_box)
         _wire_new_chat(chat, new_chat, source_box, tag_box)
         _wire_stop(chat)
         if catalog is not None:
@@ -437,6 +440,13 @@ def _header(status: Callable[[], str] | None) -> tuple[gr.Button, gr.Markdown]:
 
 def _source_choices(sources: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
     return [(f"{title} ({source})", source) for source, title in sources]
+
+
+def _accordion_of(block: gr.blocks.Block) -> gr.Accordion | None:
+    parent = block.parent
+    while parent is not None and not isinstance(parent, gr.Accordion):
+        parent = parent.parent
+    return parent
 
 
 def _wire_filters(

@@ -43,7 +43,7 @@ _STYLE = (
     "section.cited{border-left-color:#f59e0b;background:#fffbeb}mark{background:#fde68a}"
     ".crumbs{position:sticky;top:0;background:#fff;padding:.5rem 0;border-bottom:1px solid #ddd;"
     "display:flex;gap:1rem;flex-wrap:wrap;font-size:.9rem}.crumbs span{color:#555}"
-    "[id]{scroll-margin-top:4rem}"
+    "[id]{scroll-margin-top:4rem}mark[id]{scroll-margin-top:7rem}"
     "pre{white-space:pre-wrap}table{border-collapse:collapse}td,th{border:1px solid #ccc;"
     "padding:.25rem .5rem}.meta{color:#555}"
 )
