@@ -194,8 +194,8 @@ def test_wide_table_scrolls_inside_its_box_at_390_px(sample: Served, browser: An
     row = _answered(page)
     table = row.locator(".message-content table").first
     sizes = table.evaluate(
-        "t => ({scroll: t.scrollWidth, client: t.clientWidth, right: t.getBoundingClientRect().right,"
-        " page: document.documentElement.scrollWidth,"
+        "t => ({scroll: t.scrollWidth, client: t.clientWidth,"
+        " right: t.getBoundingClientRect().right, page: document.documentElement.scrollWidth,"
         " cell: Math.min(...[...t.querySelectorAll('td,th')].map(c => c.clientWidth))})"
     )
     assert sizes["page"] <= 390, f"the page scrolls sideways: {sizes}"
@@ -234,7 +234,8 @@ def test_short_cited_answer_has_collapsed_sources_with_a_summary_and_plain_excer
     quotes.first.wait_for()
     excerpts = quotes.all_inner_texts()
     joined = "\n".join(excerpts)
-    assert "|" not in joined and "---" not in joined, joined
+    assert "|" not in joined, joined
+    assert "---" not in joined, joined
     assert not re.search(r"\]\(|^#", joined, re.MULTILINE), joined
     row_text = re.compile(r"[A-Z][\w ]+: [^;\n]+; [A-Z][\w ]+: ")
     assert row_text.search(joined), f"no table row read as label: value: {joined}"
@@ -251,7 +252,8 @@ def test_copy_gives_clean_text_with_absolute_links(sample: Served, browser: Any)
     copied = page.evaluate("navigator.clipboard.readText()")
 
     assert "12% per annum" in copied
-    assert "&gt;" not in copied and "&amp;" not in copied, copied
+    assert "&gt;" not in copied, copied
+    assert "&amp;" not in copied, copied
     assert "Loan Policy > " in copied
     origin = sample.url.rstrip("/")
     assert f"({origin}/doc/loan-policy.md" in copied, copied
@@ -295,7 +297,8 @@ def test_unreachable_model_answers_from_the_passages_with_a_short_note(
     assert "ASSISTANT_LLM" not in page.locator(".message-wrap").inner_text()
     assert re.search(r"\[\d\]", text) or "do not appear to cover" in text, text
     logged = "\n".join(r.getMessage() for r in caplog.records)
-    assert "answering offline" in logged and "ASSISTANT_LLM_BASE_URL" in logged, logged
+    assert "answering offline" in logged, logged
+    assert "ASSISTANT_LLM_BASE_URL" in logged, "the operator's detail is not logged"
 
 
 def test_filters_show_in_the_header_reach_a_no_match_answer_and_clear_with_the_chat(
@@ -358,7 +361,8 @@ def test_viewer_lands_on_and_highlights_the_cited_passage(sample: Served, browse
     row.locator(".thought-group .title").filter(has_text="source").first.click()
     link = row.get_by_role("link", name="open section").first
     href = link.get_attribute("href")
-    assert href is not None and href.endswith("#cited"), href
+    assert href is not None
+    assert href.endswith("#cited"), href
 
     page.goto(sample.url.rstrip("/") + href, wait_until="load")
     mark = page.locator("mark#cited")
