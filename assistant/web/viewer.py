@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import html
 import logging
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -49,6 +50,9 @@ _STYLE = (
 )
 
 MAX_PASSAGE = 400
+SHORT_LINE = 60
+_LIST_MARK = re.compile(r"^\s*(?:[-+*•]|\d+[.)])\s+")
+_SEPARATOR_ROW = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 Loader = Callable[[Path, Path, str], Document]
 SourceCatalog = Callable[[], Mapping[str, str]]
 
@@ -190,7 +194,7 @@ def render_document(document: Document, *, passage: str = "") -> str:
     if meta.version:
         facts.append(f"version {meta.version}")
     header = f'<p class="meta">{html.escape(" · ".join(facts))}</p>'
-    if document.kind != "markdown":
+    if document.kind != "markdown" and not _opens_with_title(document):
         header = f"<h1>{html.escape(meta.title or document.source)}</h1>\n{header}"
     cited = find_section(document, passage)
     parts = []
@@ -199,6 +203,12 @@ def render_document(document: Document, *, passage: str = "") -> str:
         parts.append(inner)
     crumbs = _crumbs(document, cited)
     return _page(meta.title or document.source, crumbs + header + "\n".join(parts))
+
+
+def _opens_with_title(document: Document) -> bool:
+    title = (document.meta.title or "").casefold().strip()
+    first = document.sections[0].heading_path if document.sections else ()
+    return bool(first) and len(first) == 1 and first[0].casefold().strip() == title
 
 
 def _crumbs(document: Document, cited: Section | None) -> str:
@@ -252,8 +262,70 @@ def _section_inner(document: Document, section: Section, text: str) -> str:
         level = min(max(section.level, 1), 6)
         heading = html.escape(section.heading_path[-1]) if section.heading_path else ""
         page = f' <small class="meta">page {section.page}</small>' if section.page else ""
-        inner = f"<h{level}>{heading}{page}</h{level}>\n<pre>{html.escape(text)}</pre>"
+        body = _blocks_html(document, section) if section.blocks else _rest_html(text, section)
+        inner = f"<h{level}>{heading}{page}</h{level}>\n{body}"
     return inner
+
+
+def _blocks_html(document: Document, section: Section) -> str:
+    """Render a non-Markdown section's blocks as paragraphs, lists, tables and code.
+
+    The heading is rendered once, above; its own block is skipped (a text dump printed
+    every heading twice, in monospace).
+    """
+    parts: list[str] = []
+    items: list[str] = []
+    for block in section.blocks:
+        text = document.text[block.char_start : block.char_end].strip()
+        if block.kind == "list_item":
+            items.append(f"<li>{html.escape(_LIST_MARK.sub('', text))}</li>")
+            continue
+        if items:
+            parts.append("<ul>" + "".join(items) + "</ul>")
+            items = []
+        if block.kind == "heading" or not text:
+            continue
+        if block.kind == "table":
+            parts.append(_table_html(text))
+        elif block.kind == "code":
+            parts.append(f"<pre>{html.escape(text)}</pre>")
+        else:
+            parts.append(_paragraph_html(text))
+    if items:
+        parts.append("<ul>" + "".join(items) + "</ul>")
+    return "\n".join(parts)
+
+
+def _rest_html(text: str, section: Section) -> str:
+    # A section without blocks holds its heading line at most: print that once.
+    rest = text.strip()
+    if section.heading_path and rest.startswith(section.heading_path[-1]):
+        rest = rest[len(section.heading_path[-1]) :].strip()
+    return f"<pre>{html.escape(rest)}</pre>" if rest else ""
+
+
+def _paragraph_html(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    # Short lines are a timetable or an address: keep them; long ones are wrapped prose.
+    if len(lines) > 1 and max(len(line) for line in lines) < SHORT_LINE:
+        return "<p>" + "<br>".join(html.escape(line) for line in lines) + "</p>"
+    return f"<p>{html.escape(' '.join(text.split()))}</p>"
+
+
+def _table_html(text: str) -> str:
+    rows = [
+        [cell.strip() for cell in line.strip().strip("|").split("|")]
+        for line in text.splitlines()
+        if line.strip() and not _SEPARATOR_ROW.match(line)
+    ]
+    if not rows or all(len(row) < 2 for row in rows):
+        return f"<pre>{html.escape(text)}</pre>"
+    head = "".join(f"<th>{html.escape(cell)}</th>" for cell in rows[0])
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in row) + "</tr>"
+        for row in rows[1:]
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def _page(title: str, body: str) -> str:
