@@ -202,6 +202,8 @@ def test_wide_table_scrolls_inside_its_box_at_390_px(sample: Served, browser: An
     assert sizes["right"] <= 390, sizes
     assert sizes["scroll"] > sizes["client"], "the table neither scrolls nor fits"
     assert sizes["cell"] >= 60, f"cells collapse to a letter per line: {sizes}"
+    bubble = _box(row.locator(".bot").first)
+    assert bubble["x"] + bubble["width"] <= 390 - 8, f"the answer runs off the screen: {bubble}"
 
 
 def test_short_cited_answer_has_collapsed_sources_with_a_summary_and_plain_excerpts(

@@ -18,8 +18,9 @@ CSS = f"""
   margin: 0 auto !important; }}
 /* Flex items default to min-width: auto, so one wide table widened the whole page. */
 .gradio-container, .gradio-container .main, .gradio-container main, .gradio-container .wrap,
-.gradio-container .column, .bubble-wrap, .message-wrap, .message-row, .message-row .flex-wrap,
-.message-row .message {{ min-width: 0 !important; max-width: 100%; }}
+.gradio-container .column, .bubble-wrap, .message-wrap {{ min-width: 0 !important; max-width: 100%; }}
+/* Rows keep Gradio's own widths and margins; they only may shrink below their content. */
+.message-row, .message-row .flex-wrap, .message-row .message {{ min-width: 0 !important; }}
 #chat-header {{ gap: 0.5rem; align-items: center; flex-wrap: nowrap; }}
 #chat-header h1 {{ margin: 0; font-size: 1.5rem; }}
 #chat-status p {{ margin: 0; color: var(--body-text-color-subdued); font-size: 0.85rem; }}
