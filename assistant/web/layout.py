@@ -18,7 +18,8 @@ CSS = f"""
   margin: 0 auto !important; }}
 /* Flex items default to min-width: auto, so one wide table widened the whole page. */
 .gradio-container, .gradio-container .main, .gradio-container main, .gradio-container .wrap,
-.gradio-container .column, .bubble-wrap, .message-wrap {{ min-width: 0 !important; max-width: 100%; }}
+.gradio-container .column, .bubble-wrap, .message-wrap {{
+  min-width: 0 !important; max-width: 100%; }}
 /* Rows keep Gradio's own widths and margins; they only may shrink below their content. */
 .message-row, .message-row .flex-wrap, .message-row .message {{ min-width: 0 !important; }}
 #chat-header {{ gap: 0.5rem; align-items: center; flex-wrap: nowrap; }}
