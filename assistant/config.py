@@ -47,6 +47,8 @@ ASSISTANT_AUDIT_DB             the audit database (default ``INDEX-audit.sqlite3
 ASSISTANT_AUDIT_RETENTION_DAYS days an audit record is kept (default 365; 0 keeps all)
 ASSISTANT_CHANGES_DAYS         a citation of a section changed this recently says "updated on"
 ASSISTANT_CHANGES_WEBHOOK      URL that gets each ingest's change list as a JSON POST
+ASSISTANT_EXAMPLES             example questions on the landing page, separated by ``|``
+                               (unset: drawn from the corpus; ``none``: no examples)
 =============================  =====================================================
 """
 
@@ -285,6 +287,8 @@ class UISettings:
     share: bool = False
     users_file: Path | None = None
     trusted_proxies: tuple[str, ...] = ()
+    # Empty: example questions are drawn from the corpus; ("none",) shows none.
+    examples: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         _require(
@@ -470,6 +474,7 @@ class Settings:
                     for p in env.text("ASSISTANT_TRUSTED_PROXIES", "").split(",")
                     if p.strip()
                 ),
+                examples=_split_examples(env.text("ASSISTANT_EXAMPLES", "")),
             ),
             api=APISettings(
                 host=env.text("ASSISTANT_API_HOST", d.api.host),
@@ -544,6 +549,11 @@ def _groups(raw: str) -> tuple[str, ...]:
             f"{name!r} is not a valid group name",
         )
     return tuple(names)
+
+
+def _split_examples(raw: str) -> tuple[str, ...]:
+    """Return the ``|``-separated example questions, blanks dropped."""
+    return tuple(part.strip() for part in raw.split("|") if part.strip())
 
 
 def _parse_pairs(

@@ -14,6 +14,7 @@ Run: ``python -m pytest tests/test_hardening_browser.py -m browser``. Needs
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -130,8 +131,14 @@ def test_payloads_in_answer_sources_and_viewer_never_run(served: Served, watched
     box.press("Enter")
 
     page.locator(".bot").first.get_by_text("thirty days", exact=False).first.wait_for()
-    page.locator(".message-wrap").get_by_text("Sources", exact=True).first.wait_for()
     page.locator(".message-wrap").get_by_text("Trace", exact=True).first.wait_for()
+    # A short cited answer's Sources start collapsed under a one-line summary.
+    sources = page.locator(".message-wrap .thought-group .title").filter(
+        has_text=re.compile(r"Sources|\d sources?: ")
+    )
+    sources.first.wait_for()
+    if page.get_by_role("link", name="open section").count() == 0:
+        sources.first.click()
     page.get_by_role("link", name="open section").first.wait_for()
     page.wait_for_timeout(500)
     chat_text = page.locator(".message-wrap").inner_text()

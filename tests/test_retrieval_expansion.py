@@ -147,3 +147,22 @@ def test_search_lists_both_overlapping_chunks_so_the_one_holding_the_fact_is_cit
     assert [h.chunk.chunk_id for h in hits] == ["s.md#1", "s.md#0"]
     assert "22nd" in hits[0].chunk.text
     assert hits[1].section_text == ""  # the section is shown once, with the first hit
+
+
+def test_window_that_starts_mid_table_keeps_the_header_row() -> None:
+    rows = [f"| Product {i} | {10 + i}% p.a. | {i + 3} months |" for i in range(40)]
+    table = "\n".join(["| Product | Interest | Period |", "|---|---|---|", *rows])
+    (whole,) = build_document("rates.md", "Rates", [Section("Summary of Rates", (table,))])
+    late = whole.body.index(rows[30])
+    row = dataclasses.replace(
+        whole,
+        char_start=whole.char_start + late,
+        char_end=whole.char_start + late + len(rows[30]),
+        body=rows[30],
+    )
+
+    text = SectionText([whole], tokenizer=TOKENIZER).window(row, budget=60)
+
+    assert rows[30] in text
+    assert rows[0] not in text, "the window should not reach the top of the table"
+    assert text.startswith("| Product | Interest | Period |\n|---|---|---|\n"), text[:80]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 import subprocess
 import sys
@@ -11,7 +12,7 @@ import pytest
 
 from assistant.documents.loading import load_document
 from assistant.errors import IndexNotFoundError
-from assistant.web.viewer import CSP, DocumentViewer
+from assistant.web.viewer import CSP, DocumentViewer, render_document
 
 LEAVE = """---
 title: Leave Policy
@@ -85,12 +86,32 @@ def test_markdown_raw_html_is_escaped_and_nothing_can_load(viewer: DocumentViewe
     assert "title: Leave Policy" not in page.html  # front matter is not shown as text
 
 
-def test_text_file_is_preformatted_and_escaped(viewer: DocumentViewer) -> None:
+def test_text_file_reads_as_a_document_and_is_escaped(viewer: DocumentViewer) -> None:
     page = viewer.page("hours.txt")
 
     assert page.status == 200
-    assert "<pre>" in page.html
-    assert "&lt;b&gt;weekdays&lt;/b&gt;" in page.html
+    assert "<p>Open 8 to 5 &lt;b&gt;weekdays&lt;/b&gt;.</p>" in page.html
+    assert "<pre>" not in page.html, "a monospace dump"
+    assert len(re.findall(r"<h\d>OFFICE HOURS</h\d>", page.html)) == 1, "the heading once"
+
+
+def test_pdf_docx_and_html_headings_show_once_and_tables_as_tables() -> None:
+    sample = Path(__file__).resolve().parent.parent / "data" / "policies"
+    for name in (
+        "credit-committee-procedures.pdf",
+        "member-dividend-policy.docx",
+        "mobile-banking-terms.html",
+    ):
+        document = load_document(sample / name, root=sample, source=name)
+        page = render_document(document)
+        assert "<pre>" not in page, name
+        for section in document.sections[1:]:
+            heading = html.escape(section.heading_path[-1], quote=False)
+            assert page.count(f">{heading}<") + page.count(f">{heading} <") == 1, (name, heading)
+    docx = load_document(
+        sample / "member-dividend-policy.docx", root=sample, source="member-dividend-policy.docx"
+    )
+    assert "<table><thead><tr><th>Financial year</th>" in render_document(docx)
 
 
 @pytest.mark.parametrize(

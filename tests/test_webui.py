@@ -72,15 +72,19 @@ def test_answer_streams_then_sources_and_trace_follow_as_separate_messages(
 ) -> None:
     updates, final = ask(running.client, "What is the emergency loan interest rate?")
 
-    partial = [u[0]["content"] for u in updates if len(u) == 1]
+    partial = [u[0]["content"] for u in updates if u and not u[0]["metadata"]]
     assert len(partial) >= 2, "the answer should arrive in several pieces"
     assert partial[0] != partial[-1]
     answer, sources, trace = final
     assert answer["content"] == "Emergency loans cost 12% a year [1]."
     assert not answer["metadata"]
-    assert sources["metadata"]["title"] == "Sources"
+    # A short cited answer: Sources collapsed under a one-line summary.
+    title = sources["metadata"]["title"].replace("&gt;", ">")
+    assert title == "1 source: Loan Policy > Interest"
+    assert sources["metadata"]["status"] == "done"
     assert "[1] Loan Policy" in sources["content"]
-    assert "(/doc/loan-policy.md#interest)" in sources["content"]
+    assert "(/doc/loan-policy.md?passage=" in sources["content"]
+    assert "#cited)" in sources["content"]
     assert "Emergency Loans \\> Interest" in sources["content"].replace("&gt;", "\\>")
     assert "effective 2026-01-01" in sources["content"]
     assert "relevance 0.87" in sources["content"]
@@ -118,8 +122,9 @@ def test_failure_mid_stream_keeps_the_partial_answer_and_says_why(running: Runni
 
     _, final = ask(running.client, "What is the emergency loan interest rate?")
 
-    assert len(final) == 1
+    assert len(final) == 2
     content = final[0]["content"]
+    assert final[1]["metadata"]["title"] == "Sources", "the partial answer's [1] still resolves"
     assert content.startswith("Emergency loans cost 12% a year")
     assert "could not answer: the model went away" in content
     assert "Traceback" not in content

@@ -19,7 +19,12 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 
 from assistant.answering.citations import check_answer
-from assistant.answering.extractive import Draft, draft_extractive, stream_extractive
+from assistant.answering.extractive import (
+    EXTRACTIVE_LABEL,
+    Draft,
+    draft_extractive,
+    stream_extractive,
+)
 from assistant.answering.llm import OpenAIChat
 from assistant.answering.prompt import Prompt, build_prompt
 from assistant.answering.rewrite import Completer, QueryRewriter, Rewrite
@@ -47,6 +52,10 @@ logger = logging.getLogger(__name__)
 NO_MATCH_OPENING = "The policy documents do not appear to cover this question"
 _DELTA = re.compile(r"\S+\s*|\s+")
 NO_MATCH_OUTRO = "Try rephrasing, or ask the policy owner directly."
+FALLBACK_NOTE = "The language model could not be reached, so this answer quotes the policies."
+FALLBACK_LABEL = "Extracted passages (the language model could not be reached):"
+# Produces the offline answer instead: its deltas, mode, prompt and search result.
+Fallback = Callable[[], tuple[Iterator[str], str, Prompt | None, SearchResult]]
 
 
 class AnswerRun:
@@ -71,6 +80,7 @@ class AnswerRun:
         started: float,
         retrieval_ms: float,
         grounded_only: bool = False,
+        fallback: Fallback | None = None,
     ) -> None:
         self.result = result
         self.query = rewrite.query
@@ -90,6 +100,8 @@ class AnswerRun:
         self._iterated = False
         self._closed = False
         self._upstream: Iterator[str] | None = None
+        self._fallback = fallback
+        self._fell_back = ""
 
     def __iter__(self) -> Iterator[str]:
         if self._iterated or self._closed:
@@ -116,7 +128,24 @@ class AnswerRun:
                 if safe:
                     yield safe
         except LLMError as exc:
-            self.error = str(exc)
+            if self._fallback is None or self._first_ms or self._closed:
+                self.error = str(exc)
+                return
+            yield from self._answer_offline(exc)
+
+    def _answer_offline(self, exc: LLMError) -> Iterator[str]:
+        """Answer from the passages when the model fails before its first word.
+
+        The user gets the offline answer with a short note; the reason, which names
+        settings, goes to the log and the trace for the operator.
+        """
+        assert self._fallback is not None
+        logger.warning("language model failed before answering (%s); answering offline", exc)
+        self._fell_back = str(exc)
+        deltas, self._mode, self._prompt, self.result = self._fallback()
+        self._fallback = None
+        self._upstream = _with_fallback_note(deltas)
+        yield from self._pump(self._upstream)
 
     def close(self) -> None:
         """Stop generating and release the upstream connection."""
@@ -183,6 +212,8 @@ class AnswerRun:
             lines.append(f"rewritten ({self._rewrite.method}): {self.query}")
         lines += list(self.result.trace)
         lines.append(f"mode: {self._mode}")
+        if self._fell_back:
+            lines.append(f"model failed, answered offline: {self._fell_back}")
         if self._prompt is not None:
             p = self._prompt
             lines.append(
@@ -262,6 +293,7 @@ class Assistant:
             rewrite.method,
         )
         prompt: Prompt | None = None
+        fallback: Fallback | None = None
         produce = _fixed_text(no_match_message(result.hits, reason=result.no_match_reason))
         mode = "no good match"
         if result.hits and (self._model is None or not result.no_good_match):
@@ -276,6 +308,7 @@ class Assistant:
                 produce, mode, prompt, result = self._offline(rewrite.query, prompt, result)
             else:
                 produce, mode = self._producer(prompt), "model"
+                fallback = self._fallback_to_offline(rewrite.query, prompt, result)
         return AnswerRun(
             question=question,
             rewrite=rewrite,
@@ -287,7 +320,15 @@ class Assistant:
             started=started,
             retrieval_ms=retrieval_ms,
             grounded_only=self._settings.llm.grounded_only,
+            fallback=fallback,
         )
+
+    def _fallback_to_offline(self, query: str, prompt: Prompt, result: SearchResult) -> Fallback:
+        def fallback() -> tuple[Iterator[str], str, Prompt | None, SearchResult]:
+            produce, mode, offline_prompt, offline_result = self._offline(query, prompt, result)
+            return produce(), mode, offline_prompt, offline_result
+
+        return fallback
 
     def _offline(
         self, query: str, prompt: Prompt, result: SearchResult
@@ -389,6 +430,25 @@ def no_match_message(hits: Sequence[Hit], *, reason: str = "") -> str:
     intro = f"{NO_MATCH_OPENING}{why}, so I will not guess. The closest sections I found are:"
     lines = [f"- {hit.title}: {hit.chunk.breadcrumb}" for hit in hits[:5]]
     return "\n".join([intro, "", *lines, "", NO_MATCH_OUTRO])
+
+
+def _with_fallback_note(deltas: Iterator[str]) -> Iterator[str]:
+    """Yield ``deltas`` with a note that the model could not answer at the start."""
+    head: str | None = ""
+    for delta in deltas:
+        if head is None:
+            yield delta
+            continue
+        head += delta
+        if len(head) < len(EXTRACTIVE_LABEL) and EXTRACTIVE_LABEL.startswith(head):
+            continue
+        if head.startswith(EXTRACTIVE_LABEL):
+            yield FALLBACK_LABEL + head[len(EXTRACTIVE_LABEL) :]
+        else:
+            yield f"*{FALLBACK_NOTE}*\n\n{head}"
+        head = None
+    if head:
+        yield f"*{FALLBACK_NOTE}*\n\n{head}"
 
 
 def _drafted(draft: Draft) -> Callable[[], Iterator[str]]:

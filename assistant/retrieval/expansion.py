@@ -10,6 +10,7 @@ of the section text (``Chunk.heading_path`` carries it).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -38,6 +39,9 @@ class _Line:
     end: int
     text: str
     tokens: int
+
+
+_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 
 
 class SectionText:
@@ -86,7 +90,29 @@ class SectionText:
             # The estimate is nearly always an upper bound; trim the longer side if not.
             lo, hi = (lo + 1, hi) if core[0] - lo >= hi - 1 - core[-1] else (lo, hi - 1)
             text = "\n".join(ln.text for ln in lines[lo:hi])
+        return _with_table_header(lines, lo, text)
+
+
+def _with_table_header(lines: Sequence[_Line], lo: int, text: str) -> str:
+    """Return ``text`` with its table's header row first when the window starts mid-table.
+
+    Rows without their header are figures without labels ("| 12% | 3 months |"); the
+    header and its ``|---|`` line cost a few tokens over the budget, and are worth them.
+    """
+    if not _is_row(lines[lo].text):
         return text
+    start = lo
+    while start > 0 and _is_row(lines[start - 1].text):
+        start -= 1
+    header = lines[start : start + 2]
+    if start + 2 > lo or len(header) < 2 or not _SEPARATOR.match(header[1].text):
+        return text
+    return "\n".join(line.text for line in header) + "\n" + text
+
+
+def _is_row(text: str) -> bool:
+    stripped = text.strip()
+    return stripped.startswith("|") and stripped.endswith("|") and len(stripped) > 1
 
 
 def _estimate(lines: Sequence[_Line]) -> int:

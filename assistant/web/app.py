@@ -21,9 +21,11 @@ from typing import TYPE_CHECKING
 
 from assistant.config import Settings
 from assistant.errors import AssistantError
-from assistant.protocols import Embedder
-from assistant.types import IndexSnapshot, User
+from assistant.protocols import Embedder, Searcher
+from assistant.types import Chunk, IndexSnapshot, User
 from assistant.users import Directory, load_directory
+from assistant.web.examples import pick_examples
+from assistant.web.header import answer_mode, corpus_status, header_markdown
 from assistant.web.ui import build_demo, launch
 from assistant.web.viewer import DocumentViewer
 
@@ -95,6 +97,57 @@ class _LastSnapshot:
         }
 
 
+def chunk_names(snapshot: Callable[[], IndexSnapshot]) -> Callable[[str], str]:
+    """Return a lookup of "Title > Section" by chunk id, rebuilt when the index changes."""
+    cache: dict[str, dict[str, str]] = {}
+
+    def name(chunk_id: str) -> str:
+        try:
+            current = snapshot()
+        except AssistantError:
+            return ""
+        if current.generation not in cache:
+            cache.clear()
+            cache[current.generation] = {
+                chunk.chunk_id: _chunk_name(chunk, current) for chunk in current.chunks
+            }
+        return cache[current.generation].get(chunk_id, "")
+
+    return name
+
+
+def _chunk_name(chunk: Chunk, snapshot: IndexSnapshot) -> str:
+    meta = snapshot.docs.get(chunk.source)
+    title = (meta.title if meta else "") or chunk.source
+    section = chunk.heading_path[-1] if len(chunk.heading_path) > 1 else ""
+    return f"{title} > {section}" if section else title
+
+
+def _status(settings: Settings, snapshot: Callable[[], IndexSnapshot]) -> str:
+    try:
+        status = corpus_status(snapshot(), settings)
+    except AssistantError:
+        status = None
+    return header_markdown(status, answer_mode(settings))
+
+
+def _examples(
+    settings: Settings,
+    snapshot_of: Callable[[], IndexSnapshot],
+    searcher: Searcher,
+    directory: Directory,
+) -> tuple[str, ...]:
+    if directory.has_logins and not settings.ui.examples:
+        # Examples are part of every page, the anonymous login page too, and ones
+        # drawn from the corpus name its documents (finding D1): only configured ones.
+        return ()
+    try:
+        snapshot: IndexSnapshot | None = snapshot_of()
+    except AssistantError:
+        snapshot = None
+    return pick_examples(settings.ui.examples, snapshot, searcher)
+
+
 def build_app(
     settings: Settings,
     *,
@@ -150,5 +203,8 @@ def build_app(
         directory=directory,
         audit=audit,
         changes=changes,
+        examples=_examples(settings, retriever.snapshot, retriever, directory),
+        status=lambda: _status(settings, retriever.snapshot),
+        names=chunk_names(retriever.snapshot),
     )
     return WebApp(demo=demo, viewer=viewer, settings=settings, directory=directory)

@@ -15,6 +15,9 @@ from urllib.parse import quote
 
 from assistant.answering.citations import defuse_markers
 from assistant.types import MAX_TURN_CHARS, MAX_TURNS, Answer, Hit, Turn
+from assistant.web.passages import cited_passages
+from assistant.web.plain import plain_text
+from assistant.web.trace import readable_trace
 from assistant.words import valid_unicode
 
 __all__ = [
@@ -31,10 +34,6 @@ SNIPPET_CHARS = 320
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]()#!|~])")
 # At the start of a line these begin a list item or a setext underline.
 _LINE_START_MARK = re.compile(r"^(\s*)([-+=]|\d+\.)", re.MULTILINE)
-_HEADING_MARK = re.compile(r"^\s{0,3}#{1,6}\s+", re.MULTILINE)
-# Bold around an FAQ question would otherwise show as literal "**" once escaped.
-_STRONG = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
-_SPACES = re.compile(r"\s+")
 _AUTOLINK = re.compile(r"(?<=[A-Za-z]):(?=//)|(?<=\bwww)\.|@", re.IGNORECASE)
 # Any run of white space holding a line break (str.splitlines' set, CR LF included).
 _LINE_BREAK = re.compile(r"\s*[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]\s*")
@@ -137,23 +136,60 @@ def _escape_mark(mark: str) -> str:
     return mark[:-1] + "\\." if mark.endswith(".") else "\\" + mark
 
 
-def doc_link(hit: Hit, *, base: str = "/doc/") -> str:
-    """Return the viewer URL that opens the hit's source at its section."""
+def doc_link(hit: Hit, *, base: str = "/doc/", passage: str = "") -> str:
+    """Return the viewer URL that opens the hit's source at its section.
+
+    With the cited ``passage`` the viewer highlights it and ``#cited`` lands on it
+    (the chunk's own anchor can name an earlier sub-section than the passage's).
+    """
     path = quote(hit.chunk.source, safe="/")
+    if passage:
+        return f"{base}{path}?passage={quote(passage, safe='')}#cited"
     anchor = quote(hit.chunk.anchor, safe="-_.")
     return f"{base}{path}#{anchor}" if anchor else f"{base}{path}"
 
 
-def _snippet(hit: Hit, *, limit: int = SNIPPET_CHARS) -> str:
-    body = defuse_markers(hit.chunk.body)  # a document's "[2]" is no citation of ours
-    flat = _SPACES.sub(" ", _STRONG.sub(r"\2", _HEADING_MARK.sub("", body))).strip()
-    if len(flat) > limit:
-        flat = flat[:limit].rsplit(" ", 1)[0] + " …"
-    return escape_markdown(flat)
+def _snippet(hit: Hit, *, limit: int = SNIPPET_CHARS, passage: str = "") -> str:
+    """Return the excerpt as escaped plain text, one line per paragraph or table row.
+
+    With the cited ``passage`` the excerpt starts at the line holding it, so the
+    panel shows what the answer relies on even deep in a long section.
+    """
+    lines = _excerpt_lines(hit, passage)
+    kept: list[str] = []
+    size = 0
+    for line in lines:
+        if size + len(line) > limit:
+            room = limit - size
+            if room > 40 or not kept:
+                kept.append(line[:room].rsplit(" ", 1)[0] + " …")
+            else:
+                kept[-1] += " …"
+            break
+        kept.append(line)
+        size += len(line)
+    return "  \n> ".join(escape_markdown(line) for line in kept)
+
+
+def _excerpt_lines(hit: Hit, passage: str) -> list[str]:
+    # A document's "[2]" is no citation of ours.
+    body = plain_text(defuse_markers(hit.chunk.body)).splitlines()
+    if not passage:
+        return body
+    for text in (body, plain_text(defuse_markers(hit.section_text)).splitlines()):
+        for index, line in enumerate(text):
+            if passage[:60] in line:
+                return text[index:]
+    return body
 
 
 def _source_entry(
-    number: int, hit: Hit, *, cited: bool, updated: Callable[[Hit], str] | None = None
+    number: int,
+    hit: Hit,
+    *,
+    cited: bool,
+    passage: str = "",
+    updated: Callable[[Hit], str] | None = None,
 ) -> str:
     facts = [f"section: {escape_markdown(hit.chunk.breadcrumb)}"]
     if hit.chunk.page:
@@ -170,8 +206,8 @@ def _source_entry(
         facts.append("not cited")
     title = escape_markdown(hit.title or hit.chunk.source)
     return (
-        f"**[{number}] {title}** — [open section]({doc_link(hit)})  \n"
-        f"{' · '.join(facts)}\n\n> {_snippet(hit)}"
+        f"**[{number}] {title}** — [open section]({doc_link(hit, passage=passage)})  \n"
+        f"{' · '.join(facts)}\n\n> {_snippet(hit, passage=passage)}"
     )
 
 
@@ -198,8 +234,15 @@ def sources_markdown(
     """
     cited = sorted({c.number for c in answer.citations if 1 <= c.number <= len(answer.sources)})
     show_all = include_uncited or not cited
+    passages = cited_passages(answer)
     entries = [
-        _source_entry(number, hit, cited=number in cited, updated=updated)
+        _source_entry(
+            number,
+            hit,
+            cited=number in cited,
+            passage=passages.get(number, ""),
+            updated=updated,
+        )
         for number, hit in enumerate(answer.sources, start=1)
         if show_all or number in cited
     ]
@@ -233,6 +276,8 @@ def trace_markdown(
     query: str,
     lines: Sequence[str],
     timings: Mapping[str, float],
+    names: Callable[[str], str] | None = None,
+    filters: str = "",
 ) -> str:
     """Render the retrieval trace of one answer as a Markdown code block.
 
@@ -240,14 +285,16 @@ def trace_markdown(
         question: What the user typed.
         query: The standalone query actually searched.
         lines: The service's trace lines (candidates, prompt tokens, timings).
-        timings: UI-side timings in seconds, e.g. ``first token``.
+        timings: UI-side timings in seconds, e.g. ``first token`` (each shown once).
+        names: Returns "Title > Section" for a chunk id, shown beside each candidate.
+        filters: The active filters in words.
 
     Returns:
         Markdown: a fenced block, so nothing in it renders as Markdown or HTML.
     """
     body = [f"question: {question}", f"searched: {query}"]
-    body += [line for line in lines if line not in body]
-    body += [f"{name}: {seconds * 1000:.0f} ms" for name, seconds in timings.items()]
+    rest = [line for line in lines if line not in body]
+    body += readable_trace(rest, names=names, filters=filters, timings=timings)
     text = "\n".join(body)
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)

@@ -126,7 +126,11 @@ def _doc_route(viewer: DocumentViewer, directory: Directory) -> APIRoute:
         if not _authorised(request):
             body = '<!doctype html><p>Please <a href="/">log in</a> first.</p>'
             return HTMLResponse(body, status_code=401, headers=SECURITY_HEADERS)
-        page = viewer.page(path, user=request_user(request, directory))
+        page = viewer.page(
+            path,
+            user=request_user(request, directory),
+            passage=request.query_params.get("passage", ""),
+        )
         return HTMLResponse(page.html, status_code=page.status, headers=SECURITY_HEADERS)
 
     return APIRoute(

@@ -20,6 +20,7 @@ import logging
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +30,16 @@ from assistant.answering.service import shown_text
 from assistant.config import Settings
 from assistant.errors import AssistantError, IndexNotFoundError
 from assistant.protocols import AnswerStream, ChatService
-from assistant.types import ANONYMOUS, SearchFilters, Turn, User
+from assistant.types import ANONYMOUS, Answer, Hit, SearchFilters, Turn, User
 from assistant.users import Directory, load_directory
+from assistant.web.answer_view import (
+    filter_note,
+    filter_words,
+    filters_label,
+    no_match_body,
+    sources_collapsed,
+    sources_title,
+)
 from assistant.web.changes import ChangeFeed, recent_changes_markdown
 from assistant.web.feedback import RECORD_PREFIX, ChatAudit
 from assistant.web.format import (
@@ -39,20 +48,30 @@ from assistant.web.format import (
     sources_markdown,
     trace_markdown,
 )
+from assistant.web.layout import CSS, JS
 from assistant.web.routes import app_kwargs
+from assistant.web.trace import ChunkNames
 from assistant.web.viewer import DocumentViewer
 from assistant.words import valid_unicode
 
-__all__ = ["EXAMPLES", "build_demo", "launch", "make_responder", "theme", "user_of"]
+__all__ = [
+    "EXAMPLES",
+    "TITLE",
+    "build_demo",
+    "launch",
+    "make_responder",
+    "mark_stopped",
+    "theme",
+    "user_of",
+]
 
 logger = logging.getLogger(__name__)
 
-EXAMPLES = (
-    "What is the emergency loan interest rate?",
-    "How many days of annual leave do staff get?",
-    "What is the penalty for early loan repayment?",
-    "How many guarantors does a development loan need?",
-)
+TITLE = "Policy assistant"
+# No fixed examples: `assistant.web.examples` draws them from the loaded corpus.
+EXAMPLES: tuple[str, ...] = ()
+STOPPED_NOTE = "*Stopped: the answer above is incomplete.*"
+IN_PROGRESS = "Sources (answer in progress)"
 NO_INDEX_MESSAGE = (
     "There is no search index yet. Run `python ingest.py` to index the policy documents; "
     "the chat uses the new index from the next question on, with no restart."
@@ -103,6 +122,7 @@ def make_responder(
     *,
     settings: Settings,
     catalog: Catalog | None = None,
+    names: ChunkNames | None = None,
     directory: Directory | None = None,
     audit: ChatAudit | None = None,
     changes: ChangeFeed | None = None,
@@ -114,6 +134,7 @@ def make_responder(
         settings: Supplies the default ``k`` and the UI's own host for links.
         catalog: Returns the current ``(sources, tags)`` a user may read; filter values
             outside it are refused with a message. None accepts any value.
+        names: Returns "Title > Section" for a chunk id, for the trace.
         directory: Resolves each request's user (None: everyone is anonymous).
         audit: Records each answer (and gives its message the record id); None records nothing.
         changes: Marks sources whose section changed lately ("updated on DATE").
@@ -121,7 +142,6 @@ def make_responder(
     Returns:
         A generator function yielding the chat messages of one answer.
     """
-    allowed_hosts = frozenset({settings.ui.host.lower()})
 
     def respond(
         message: str,
@@ -149,16 +169,11 @@ def make_responder(
         filters = SearchFilters(sources=tuple(wanted_sources), tags=tuple(wanted_tags))
         top_k = _clamp_k(k, default=settings.retrieval.top_k)
         turns = history_to_turns(history)
-        extras = _Extras(audit, changes, user)
-        yield from _answer(
-            service,
-            question,
-            turns,
-            k=top_k,
-            filters=filters,
-            allowed_hosts=allowed_hosts,
-            extras=extras,
-        )
+        titles = _titles(catalog, user)
+        shown = _Shown(filters=filter_words(filters, titles), names=names)
+        shown.no_match_note = filter_note(filters, titles)
+        shown.audit, shown.changes, shown.user = audit, changes, user
+        yield from _answer(service, question, turns, k=top_k, filters=filters, shown=shown)
 
     return respond
 
@@ -189,19 +204,36 @@ def _unknown_filters(
     return ", ".join(escape_markdown(valid_unicode(str(value))) for value in unknown[:5])
 
 
+@dataclass(slots=True)
+class _Shown:
+    """What the chat adds around an answer and who asked.
+
+    The filters in words, chunk names for the trace, the audit log that records
+    the answer, the change list that marks recently updated sources, the user.
+    """
+
+    filters: str = ""
+    names: ChunkNames | None = None
+    no_match_note: str = ""
+    audit: ChatAudit | None = None
+    changes: ChangeFeed | None = None
+    user: User = field(default=ANONYMOUS)
+
+
+def _titles(catalog: Catalog | None, user: User) -> dict[str, str]:
+    if catalog is None:
+        return {}
+    try:
+        sources, _ = catalog(user)
+    except AssistantError:
+        return {}
+    return dict(sources)
+
+
 def _clamp_k(k: float | None, *, default: int) -> int:
     if k is None:
         return default
     return min(max(int(k), 1), 10)
-
-
-class _Extras:
-    """What one answer records and marks besides itself: audit, recent changes, the user."""
-
-    def __init__(
-        self, audit: ChatAudit | None, changes: ChangeFeed | None, user: User = ANONYMOUS
-    ) -> None:
-        self.audit, self.changes, self.user = audit, changes, user
 
 
 def _answer(
@@ -211,13 +243,11 @@ def _answer(
     *,
     k: int,
     filters: SearchFilters,
-    allowed_hosts: frozenset[str],
-    extras: _Extras | None = None,
+    shown: _Shown,
 ) -> Iterator[list[gr.ChatMessage]]:
     started = time.perf_counter()
-    extras = extras or _Extras(None, None)
     try:
-        stream = service.ask(question, turns, k=k, filters=filters, user=extras.user)
+        stream = service.ask(question, turns, k=k, filters=filters, user=shown.user)
     except IndexNotFoundError:
         logger.warning("chat asked before an index exists")
         yield [gr.ChatMessage(content=NO_INDEX_MESSAGE)]
@@ -227,7 +257,7 @@ def _answer(
         yield [gr.ChatMessage(content=FAILED_MESSAGE.format(reason=_short(exc)))]
         return
     try:
-        yield from _stream(stream, question, started=started, filters=filters, extras=extras)
+        yield from _stream(stream, question, started=started, shown=shown, filters=filters)
     finally:
         stream.close()
 
@@ -237,54 +267,160 @@ def _stream(
     question: str,
     *,
     started: float,
+    shown: _Shown,
     filters: SearchFilters | None = None,
-    extras: _Extras | None = None,
 ) -> Iterator[list[gr.ChatMessage]]:
-    extras = extras or _Extras(None, None)
-    shown, first, last_update = "", 0.0, 0.0
+    text, first, last_update = "", 0.0, 0.0
+    # Shown while the answer streams, so a stopped answer's [n] still point somewhere.
+    pending = _pending_sources(stream, question)
     try:
         for delta in stream:
             now = time.perf_counter()
             first = first or now - started
-            shown += delta
+            text += delta
             # Each update makes Gradio diff and send the whole message list; with
             # many users streaming at once, coalescing deltas keeps first tokens fast.
             if now - last_update >= UPDATE_INTERVAL_S:
                 last_update = now
-                yield [gr.ChatMessage(content=shown)]
+                yield [gr.ChatMessage(content=text), *pending]
         answer = stream.answer()
     except AssistantError as exc:
         logger.warning("chat failed while streaming: %s", exc, exc_info=True)
-        yield [gr.ChatMessage(content=f"{shown}\n\n*{FAILED_MESSAGE.format(reason=_short(exc))}*")]
+        failed = f"{text}\n\n*{FAILED_MESSAGE.format(reason=_short(exc))}*"
+        yield [gr.ChatMessage(content=failed), *_finished(pending)]
         return
     timings = {"first token": first, "total": time.perf_counter() - started}
     # The checked answer drops citation markers that point at no source.
-    body = shown_text(answer, streamed=shown, error=stream.error)
-    record_id = ""
-    if extras.audit is not None:
-        record_id = extras.audit.answered(
-            stream,
-            answer,
-            body,
-            question=question,
-            filters=filters or SearchFilters(),
-            user=extras.user,
-            timings_s=timings,
-        )
-    # The record id rides on the message, so a thumb on it finds its audit record.
-    marked: dict[str, Any] = {"id": RECORD_PREFIX + record_id} if record_id else {}
-    messages = [gr.ChatMessage(content=body, metadata=marked)]  # type: ignore[arg-type]
-    if answer.sources:
-        no_match = stream.result.no_good_match or answer.not_covered
-        title = "Closest sections (no good match)" if no_match else "Sources"
-        updated = extras.changes.updated_on if extras.changes else None
-        content = sources_markdown(answer, updated=updated)
-        messages.append(gr.ChatMessage(content=content, metadata={"title": title}))
+    body = shown_text(answer, streamed=text, error=stream.error)
+    no_match = stream.result.no_good_match or answer.not_covered
+    updated = shown.changes.updated_on if shown.changes else None
+    messages = (
+        _no_match_messages(answer, body, shown)
+        if no_match
+        else _answer_messages(answer, body, updated=updated)
+    )
+    _record(messages[0], stream, answer, question, filters, shown, timings)
     trace = trace_markdown(
-        question=question, query=stream.query, lines=stream.trace(), timings=timings
+        question=question,
+        query=stream.query,
+        lines=stream.trace(),
+        timings=timings,
+        names=shown.names,
+        filters=shown.filters,
     )
     messages.append(gr.ChatMessage(content=trace, metadata={"title": "Trace", "status": "done"}))
     yield messages
+
+
+def _record(
+    message: gr.ChatMessage,
+    stream: AnswerStream,
+    answer: Answer,
+    question: str,
+    filters: SearchFilters | None,
+    shown: _Shown,
+    timings: dict[str, float],
+) -> None:
+    """Record the answer in the audit log; its id rides on the message for the thumbs."""
+    if shown.audit is None:
+        return
+    record_id = shown.audit.answered(
+        stream,
+        answer,
+        str(message.content),
+        question=question,
+        filters=filters or SearchFilters(),
+        user=shown.user,
+        timings_s=timings,
+    )
+    if record_id:
+        message.metadata = {"id": RECORD_PREFIX + record_id}
+
+
+def _pending_sources(stream: AnswerStream, question: str) -> list[gr.ChatMessage]:
+    result = stream.result
+    if not result.hits or result.no_good_match:
+        return []
+    provisional = Answer(question, "", result.hits, citations=())
+    metadata: Any = {"title": IN_PROGRESS, "status": "done"}
+    return [gr.ChatMessage(content=sources_markdown(provisional), metadata=metadata)]
+
+
+def _finished(pending: list[gr.ChatMessage]) -> list[gr.ChatMessage]:
+    """Return the provisional Sources retitled: the answer ended early, they still apply."""
+    return [
+        gr.ChatMessage(content=message.content, metadata={"title": "Sources", "status": "done"})
+        for message in pending
+    ]
+
+
+def _answer_messages(
+    answer: Answer, body: str, *, updated: Callable[[Hit], str] | None = None
+) -> list[gr.ChatMessage]:
+    messages = [gr.ChatMessage(content=body)]
+    if not answer.sources:
+        return messages
+    listing = sources_markdown(answer, updated=updated)
+    metadata: Any = {"title": "Sources"}
+    if sources_collapsed(answer, body=body, sources_text=listing):
+        # Short and cited: a one-line summary, the entries one click away.
+        metadata = {"title": sources_title(answer), "status": "done"}
+    messages.append(gr.ChatMessage(content=listing, metadata=metadata))
+    return messages
+
+
+def _no_match_messages(answer: Answer, body: str, shown: _Shown) -> list[gr.ChatMessage]:
+    listed = no_match_body(body, answer.sources)
+    text = listed or body
+    if shown.no_match_note:
+        text += "\n\n" + shown.no_match_note
+    messages = [gr.ChatMessage(content=text)]
+    if listed is None and answer.sources:
+        metadata: Any = {"title": "Closest sections (no good match)"}
+        messages.append(gr.ChatMessage(content=sources_markdown(answer), metadata=metadata))
+    return messages
+
+
+def mark_stopped(history: object) -> list[Any]:
+    """Return the chat history with its last answer marked as stopped, sources kept.
+
+    Stopping ends the answer generator before its final update, so the last answer
+    text and the provisional Sources stay as they were; this says so and closes
+    the Sources' "in progress" state.
+    """
+    if not isinstance(history, list):
+        return []
+    messages = [dict(m) if isinstance(m, dict) else m for m in history]
+    answer_at = _last_answer(messages)
+    if answer_at is None:
+        return messages
+    answer = messages[answer_at]
+    content = answer.get("content")
+    if isinstance(content, str) and STOPPED_NOTE not in content:
+        answer["content"] = f"{content}\n\n{STOPPED_NOTE}"
+    elif isinstance(content, list) and STOPPED_NOTE not in str(content):
+        # Gradio 6 sends message content as typed parts.
+        answer["content"] = [*content, {"type": "text", "text": f"\n\n{STOPPED_NOTE}"}]
+    for message in messages[answer_at + 1 :]:
+        metadata = message.get("metadata") if isinstance(message, dict) else None
+        if isinstance(metadata, dict) and metadata.get("title") == IN_PROGRESS:
+            message["metadata"] = {**metadata, "title": "Sources", "status": "done"}
+    return messages
+
+
+def _last_answer(messages: list[Any]) -> int | None:
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if not isinstance(message, dict):
+            continue
+        if message.get("role") == "user":
+            return None
+        metadata = message.get("metadata")
+        if message.get("role") == "assistant" and not (
+            isinstance(metadata, dict) and metadata.get("title")
+        ):
+            return index
+    return None
 
 
 def _short(exc: AssistantError) -> str:
@@ -300,6 +436,8 @@ def build_demo(
     tags: Sequence[str] = (),
     examples: Sequence[str] = EXAMPLES,
     catalog: Catalog | None = None,
+    status: Callable[[], str] | None = None,
+    names: ChunkNames | None = None,
     directory: Directory | None = None,
     audit: ChatAudit | None = None,
     changes: ChangeFeed | None = None,
@@ -311,9 +449,11 @@ def build_demo(
         settings: UI concurrency and the default ``k``.
         sources: ``(source, title)`` pairs offered in the documents filter.
         tags: Tags offered in the tags filter.
-        examples: Example questions shown under the chat.
+        examples: Example questions shown on the empty chat.
         catalog: Returns the current ``(sources, tags)`` a user may read; called on
             every page load, so documents ingested after start-up appear in the filters.
+        status: Returns the header line (corpus and answer mode); called on every load.
+        names: Returns "Title > Section" for a chunk id, for the trace.
         directory: Who may log in and which groups they are in (None: anonymous).
         audit: Records answers and the thumbs on them; None shows no feedback panel.
         changes: The change list, for the "Recent policy changes" panel and "updated on".
@@ -339,35 +479,44 @@ def build_demo(
     k_slider = gr.Slider(
         1, 10, value=min(settings.retrieval.top_k, 10), step=1, label="Sources (k)", render=False
     )
-    demo = gr.Blocks(title="Policy assistant", analytics_enabled=False)
-    chatbot = gr.Chatbot(
-        label="Policy assistant", height=560, latex_delimiters=[], buttons=["copy"]
-    )
+    demo = gr.Blocks(title=TITLE, analytics_enabled=False, fill_height=True)
     with demo:
-        gr.ChatInterface(
+        new_chat, status_line = _header(status)
+        chat = gr.ChatInterface(
             make_responder(
                 service,
                 settings=settings,
                 catalog=current,
+                names=names,
                 directory=directory,
                 audit=audit,
                 changes=changes,
             ),
-            chatbot=chatbot,
+            chatbot=gr.Chatbot(
+                elem_id="chat",
+                show_label=False,
+                scale=1,
+                height="100%",
+                latex_delimiters=[],
+                buttons=["copy"],
+            ),
             additional_inputs=[source_box, tag_box, k_slider],
             additional_inputs_accordion=gr.Accordion("Filters", open=False, render=False),
             examples=[[question] for question in examples] or None,
-            title="Policy assistant",
-            description="Answers questions about the policy documents, with numbered sources.",
             concurrency_limit=settings.ui.concurrency,
             api_name="chat",
             fill_height=True,
-            # Conversations are kept in the browser's local storage, listed beside the
-            # chat under a "New chat" button, so a reload loses nothing.
+            # Conversations are kept in the browser's local storage and listed beside
+            # the chat, so a reload loses nothing; the header's "New chat" starts one.
             save_history=True,
         )
+        chat.new_chat_button.visible = False
+        # ChatInterface builds its own Accordion from the one given; label that one.
+        _wire_filters(chat, _accordion_of(source_box), source_box, tag_box)
+        _wire_new_chat(chat, new_chat, source_box, tag_box)
+        _wire_stop(chat)
         _conversation_tools(
-            chatbot, audit=audit, changes=changes, catalog=current, directory=directory
+            chat.chatbot, audit=audit, changes=changes, catalog=current, directory=directory
         )
         demo.load(
             _refresh_filters(current, directory),
@@ -375,7 +524,74 @@ def build_demo(
             api_visibility="private",
             queue=False,
         )
+        if status is not None:
+            demo.load(status, outputs=[status_line], api_visibility="private", queue=False)
     return demo
+
+
+def _header(status: Callable[[], str] | None) -> tuple[gr.Button, gr.Markdown]:
+    """Render the title (once), the "New chat" button and the corpus / mode line."""
+    with gr.Row(elem_id="chat-header", equal_height=True):
+        gr.Markdown(f"# {TITLE}")
+        new_chat = gr.Button("New chat", elem_id="new-chat", size="sm", scale=0)
+    line = gr.Markdown(status() if status else "", elem_id="chat-status")
+    return new_chat, line
+
+
+def _source_choices(sources: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    return [(f"{title} ({source})", source) for source, title in sources]
+
+
+def _accordion_of(block: gr.blocks.Block) -> gr.Accordion | None:
+    parent = block.parent
+    while parent is not None and not isinstance(parent, gr.Accordion):
+        parent = parent.parent
+    return parent
+
+
+def _wire_filters(
+    chat: gr.ChatInterface,
+    accordion: gr.Accordion | None,
+    source_box: gr.Dropdown,
+    tag_box: gr.Dropdown,
+) -> None:
+    """Name the active filters in the collapsed Filters header; Clear clears them too."""
+
+    def label(chosen: list[Any] | None, tagged: list[Any] | None) -> Any:
+        return gr.Accordion(label=filters_label(_as_list(chosen), _as_list(tagged)))
+
+    if accordion is not None:
+        for box in (source_box, tag_box):
+            box.change(
+                label, [source_box, tag_box], [accordion], api_visibility="private", queue=False
+            )
+    chat.chatbot.clear(
+        lambda: ([], []), None, [source_box, tag_box], api_visibility="private", queue=False
+    )
+
+
+def _wire_new_chat(
+    chat: gr.ChatInterface, button: gr.Button, source_box: gr.Dropdown, tag_box: gr.Dropdown
+) -> None:
+    # As Gradio's own "New chat" (hidden): a new saved conversation, not an overwrite.
+    button.click(
+        lambda: (None, [], [], [], []),
+        None,
+        [chat.conversation_id, chat.chatbot, chat.chatbot_state, source_box, tag_box],
+        api_visibility="private",
+        queue=False,
+    )
+
+
+def _wire_stop(chat: gr.ChatInterface) -> None:
+    # Gradio's own Stop handler cancels the answer; this one marks what remains.
+    chat.textbox.stop(
+        lambda history: (mark_stopped(history),) * 2,
+        [chat.chatbot],
+        [chat.chatbot, chat.chatbot_state],
+        api_visibility="private",
+        queue=False,
+    )
 
 
 def _refresh_filters(
@@ -388,7 +604,7 @@ def _refresh_filters(
             logger.warning("cannot list documents for the filters: %s", exc)
             return gr.update(), gr.update()
         return (
-            gr.update(choices=[(f"{title} ({source})", source) for source, title in sources]),
+            gr.update(choices=_source_choices(sources)),
             gr.update(choices=list(tags)),
         )
 
@@ -442,6 +658,8 @@ def launch(
         show_error=False,
         footer_links=["api"],
         theme=theme(),
+        css=CSS,
+        js=JS,
         app_kwargs=app_kwargs(viewer, directory),
     )
     return str(local_url)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import html
 import logging
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -22,6 +23,8 @@ from pathlib import Path, PurePosixPath
 from assistant.documents.markdown import render_html
 from assistant.errors import AssistantError, DocumentError
 from assistant.types import ANONYMOUS, Document, Section, User
+from assistant.web.marking import mark_passage
+from assistant.web.plain import plain_text as _plain
 
 __all__ = ["CSP", "SECURITY_HEADERS", "DocumentViewer", "ViewerPage"]
 
@@ -38,10 +41,18 @@ _STYLE = (
     "body{font-family:system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem;"
     "line-height:1.5}section{border-left:3px solid transparent;padding-left:.75rem}"
     "section:target{border-left-color:#f59e0b;background:#fffbeb}"
+    "section.cited{border-left-color:#f59e0b;background:#fffbeb}mark{background:#fde68a}"
+    ".crumbs{position:sticky;top:0;background:#fff;padding:.5rem 0;border-bottom:1px solid #ddd;"
+    "display:flex;gap:1rem;flex-wrap:wrap;font-size:.9rem}.crumbs span{color:#555}"
+    "[id]{scroll-margin-top:4rem}mark[id]{scroll-margin-top:7rem}"
     "pre{white-space:pre-wrap}table{border-collapse:collapse}td,th{border:1px solid #ccc;"
     "padding:.25rem .5rem}.meta{color:#555}"
 )
 
+MAX_PASSAGE = 400
+SHORT_LINE = 60
+_LIST_MARK = re.compile(r"^\s*(?:[-+*•]|\d+[.)])\s+")
+_SEPARATOR_ROW = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 Loader = Callable[[Path, Path, str], Document]
 # The sources ``user`` may read, each mapped to the root it was ingested from.
 SourceCatalog = Callable[[User], Mapping[str, str]]
@@ -88,11 +99,12 @@ class DocumentViewer:
         self._loader = loader
         self._catalog = catalog
 
-    def page(self, path: str, *, user: User = ANONYMOUS) -> ViewerPage:
+    def page(self, path: str, *, user: User = ANONYMOUS, passage: str = "") -> ViewerPage:
         """Return the page for a request path such as ``hr/leave.md``, as ``user`` sees it.
 
         Unsafe, unknown and forbidden paths give the same 404 page, which does not
         reveal why, and files the loader rejects give a 422 page naming the problem.
+        A ``passage`` (the cited text) is highlighted where it occurs, with the id ``cited``.
         """
         found = self._resolve(path, user)
         if found is None:
@@ -106,7 +118,7 @@ class DocumentViewer:
             logger.warning("viewer cannot load %s: %s", source, exc.reason)
             body = f"<h1>Cannot show document</h1><p>{html.escape(str(exc))}</p>"
             return ViewerPage(422, _page("Cannot show document", body))
-        return ViewerPage(200, render_document(document))
+        return ViewerPage(200, render_document(document, passage=passage[:MAX_PASSAGE]))
 
     def _readable(self, user: User) -> Mapping[str, str] | None:
         """Return the catalog for ``user`` (None: no catalog, the roots apply)."""
@@ -165,8 +177,13 @@ def _safe_relative(path: str, *, any_name: bool = False) -> PurePosixPath | None
     return relative
 
 
-def render_document(document: Document) -> str:
-    """Render a document as a standalone HTML page with one anchor per section."""
+def render_document(document: Document, *, passage: str = "") -> str:
+    """Render a document as a standalone HTML page with one anchor per section.
+
+    The section holding ``passage`` gets the class ``cited`` and the passage a
+    ``<mark id="cited">`` (or, when its text spans markup it cannot follow, the
+    section starts with the ``cited`` anchor), so ``#cited`` lands on it.
+    """
     meta = document.meta
     facts = [f"source: {document.source}"]
     where = f" (from {meta.date_source})" if meta.date_source else ""
@@ -177,23 +194,138 @@ def render_document(document: Document) -> str:
     if meta.version:
         facts.append(f"version {meta.version}")
     header = f'<p class="meta">{html.escape(" · ".join(facts))}</p>'
-    if document.kind != "markdown":
+    if document.kind != "markdown" and not _opens_with_title(document):
         header = f"<h1>{html.escape(meta.title or document.source)}</h1>\n{header}"
-    body = "\n".join(_section_html(document, section) for section in document.sections)
-    return _page(meta.title or document.source, header + body)
+    cited = find_section(document, passage)
+    parts = []
+    for section in document.sections:
+        inner = _section_html(document, section, cited=section is cited, passage=passage)
+        parts.append(inner)
+    crumbs = _crumbs(document, cited)
+    return _page(meta.title or document.source, crumbs + header + "\n".join(parts))
 
 
-def _section_html(document: Document, section: Section) -> str:
+def _opens_with_title(document: Document) -> bool:
+    title = (document.meta.title or "").casefold().strip()
+    first = document.sections[0].heading_path if document.sections else ()
+    return bool(first) and len(first) == 1 and first[0].casefold().strip() == title
+
+
+def _crumbs(document: Document, cited: Section | None) -> str:
+    # Stays at the top while reading, so the cited passage's place is always named.
+    path = cited.heading_path if cited is not None else (document.meta.title or document.source,)
+    trail = html.escape(" > ".join(path))
+    return f'<nav class="crumbs"><a href="/">&larr; Back to the chat</a> <span>{trail}</span></nav>'
+
+
+def find_section(document: Document, passage: str) -> Section | None:
+    """Return the section whose text holds ``passage`` (case and spacing aside), or None."""
+    wanted = _folded(passage)
+    if not wanted:
+        return None
+    probes = [wanted, *(_folded(cell) for cell in _row_values(passage))]
+    for probe in probes:
+        for section in document.sections:
+            if probe and probe in _folded(
+                _plain(document.text[section.char_start : section.char_end])
+            ):
+                return section
+    return None
+
+
+def _row_values(passage: str) -> list[str]:
+    # A table row quoted as "Header: cell; Header: cell": its longest cell locates it.
+    cells = [part.split(": ", 1)[-1] for part in passage.split("; ")]
+    return sorted((cell for cell in cells if len(cell) >= 8), key=len, reverse=True)[:1]
+
+
+def _folded(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def _section_html(document: Document, section: Section, *, cited: bool, passage: str) -> str:
     text = document.text[section.char_start : section.char_end]
     anchor = f' id="{html.escape(section.anchor, quote=True)}"' if section.anchor else ""
+    inner = _section_inner(document, section, text)
+    if not cited:
+        return f"<section{anchor}>\n{inner}\n</section>"
+    marked = mark_passage(inner, passage)
+    if marked is None:
+        marked = '<a id="cited"></a>' + inner
+    return f'<section{anchor} class="cited">\n{marked}\n</section>'
+
+
+def _section_inner(document: Document, section: Section, text: str) -> str:
     if document.kind == "markdown":
-        inner = render_html(text)
+        return render_html(text)
     else:
         level = min(max(section.level, 1), 6)
         heading = html.escape(section.heading_path[-1]) if section.heading_path else ""
         page = f' <small class="meta">page {section.page}</small>' if section.page else ""
-        inner = f"<h{level}>{heading}{page}</h{level}>\n<pre>{html.escape(text)}</pre>"
-    return f"<section{anchor}>\n{inner}\n</section>"
+        body = _blocks_html(document, section) if section.blocks else _rest_html(text, section)
+        inner = f"<h{level}>{heading}{page}</h{level}>\n{body}"
+    return inner
+
+
+def _blocks_html(document: Document, section: Section) -> str:
+    """Render a non-Markdown section's blocks as paragraphs, lists, tables and code.
+
+    The heading is rendered once, above; its own block is skipped (a text dump printed
+    every heading twice, in monospace).
+    """
+    parts: list[str] = []
+    items: list[str] = []
+    for block in section.blocks:
+        text = document.text[block.char_start : block.char_end].strip()
+        if block.kind == "list_item":
+            items.append(f"<li>{html.escape(_LIST_MARK.sub('', text))}</li>")
+            continue
+        if items:
+            parts.append("<ul>" + "".join(items) + "</ul>")
+            items = []
+        if block.kind == "heading" or not text:
+            continue
+        if block.kind == "table":
+            parts.append(_table_html(text))
+        elif block.kind == "code":
+            parts.append(f"<pre>{html.escape(text)}</pre>")
+        else:
+            parts.append(_paragraph_html(text))
+    if items:
+        parts.append("<ul>" + "".join(items) + "</ul>")
+    return "\n".join(parts)
+
+
+def _rest_html(text: str, section: Section) -> str:
+    # A section without blocks holds its heading line at most: print that once.
+    rest = text.strip()
+    if section.heading_path and rest.startswith(section.heading_path[-1]):
+        rest = rest[len(section.heading_path[-1]) :].strip()
+    return f"<pre>{html.escape(rest)}</pre>" if rest else ""
+
+
+def _paragraph_html(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    # Short lines are a timetable or an address: keep them; long ones are wrapped prose.
+    if len(lines) > 1 and max(len(line) for line in lines) < SHORT_LINE:
+        return "<p>" + "<br>".join(html.escape(line) for line in lines) + "</p>"
+    return f"<p>{html.escape(' '.join(text.split()))}</p>"
+
+
+def _table_html(text: str) -> str:
+    rows = [
+        [cell.strip() for cell in line.strip().strip("|").split("|")]
+        for line in text.splitlines()
+        if line.strip() and not _SEPARATOR_ROW.match(line)
+    ]
+    if not rows or all(len(row) < 2 for row in rows):
+        return f"<pre>{html.escape(text)}</pre>"
+    head = "".join(f"<th>{html.escape(cell)}</th>" for cell in rows[0])
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in row) + "</tr>"
+        for row in rows[1:]
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def _page(title: str, body: str) -> str:
