@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
+from typing import ClassVar
 from pathlib import Path
 from typing import Any
 
 from assistant.audit.log import AuditLog
 from assistant.config import Settings
 from assistant.types import DocMeta
+from assistant.users import load_directory
 from assistant.web.feedback import RECORD_PREFIX, ChatAudit, record_id_at
 from assistant.web.history import conversation_html, conversation_markdown
 from assistant.web.ui import make_responder
@@ -116,22 +119,32 @@ def test_the_exported_conversation_keeps_every_citation() -> None:
         assert "Schedule of Fees and Charges" in text
         assert "page 4" in text
         assert "effective 2026-01-01" in text
-        assert "http://chat.example:7860/doc/loan-policy.md#interest" in text
-        assert "http://chat.example:7860/doc/fees-and-charges.md#fee-table" in text
+        # Each link lands on the cited passage in the viewer.
+        assert "http://chat.example:7860/doc/loan-policy.md?passage=Emergency%20Loans" in text
+        assert "http://chat.example:7860/doc/fees-and-charges.md?passage=Loan%20processing" in text
         assert "prompt tokens" not in text  # the trace is not part of the conversation
     assert "Emergency Loans &gt; Interest" in page
-    assert '<a href="http://chat.example:7860/doc/loan-policy.md#interest">open section</a>' in page
+    assert re.search(
+        r'<a href="http://chat\.example:7860/doc/loan-policy\.md\?passage=[^"]*#cited">'
+        "open section</a>",
+        page,
+    )
     assert "<script" not in page
 
 
 class _LoggedIn:
     username = "amina"
+    client = None
+    headers: ClassVar[dict[str, str]] = {}
 
 
 def test_the_logged_in_user_is_recorded(tmp_path: Path) -> None:
     log = AuditLog(tmp_path / "audit.sqlite3")
     service = FakeService()
-    respond = make_responder(service, settings=Settings(), audit=ChatAudit(log))
+    directory = load_directory(None, auth_pairs=(("amina", "pw"),), trusted_proxies=())
+    respond = make_responder(
+        service, settings=Settings(), audit=ChatAudit(log), directory=directory
+    )
     *_, final = respond(QUESTION, [], [], [], 3, _LoggedIn())
     assert str(final[0].metadata["id"]).startswith(RECORD_PREFIX)
     assert log.flush()

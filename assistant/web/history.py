@@ -22,7 +22,9 @@ __all__ = ["conversation_html", "conversation_markdown"]
 _LINK = re.compile(r"\[((?:\\.|[^\]\\])*)\]\((/doc/[^)\s]*)\)")
 _BOLD = re.compile(r"\*\*(.+?)\*\*")
 _ESCAPE = re.compile(r"\\([\\`*_\[\]()#!|~.:@+=-])")
-_SOURCES_TITLES = ("Sources", "Closest sections")
+# Titled messages are the sources (under "Sources", "Closest sections" or a one-line
+# summary such as "2 sources: Loan Policy > Interest") and the trace, which is left out.
+_TRACE_TITLE = "Trace"
 
 
 def _messages(history: object) -> list[tuple[str, str, str]]:
@@ -39,7 +41,7 @@ def _messages(history: object) -> list[tuple[str, str, str]]:
             content = "\n".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
         if not isinstance(content, str) or role not in ("user", "assistant"):
             continue
-        if title and not str(title).startswith(_SOURCES_TITLES):
+        if title == _TRACE_TITLE:
             continue
         kept.append((str(role), str(title), valid_unicode(content)))
     return kept
