@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import ClassVar
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from assistant.audit.log import AuditLog
 from assistant.config import Settings
