@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
-from assistant.cli._common import index_embedder, printable
+from assistant.cli._common import index_embedder, json_text, printable
 from assistant.config import ChunkingSettings, Settings
 from assistant.errors import ConfigError
 from assistant.protocols import Embedder, Searcher
@@ -149,7 +149,7 @@ def run_answer_eval(
     )
     reports = evaluate_answers(service, questions, answerers=answerers, embedder=embedder)
     if as_json:
-        print(json.dumps(reports_to_json(reports), indent=2, ensure_ascii=False), file=out)
+        print(json_text(reports_to_json(reports), indent=2), file=out)
         return 0
     print(format_answer_reports(reports), file=out)
     if misses:
