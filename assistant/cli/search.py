@@ -91,7 +91,9 @@ def _parser() -> argparse.ArgumentParser:
         help="grid over chunk_tokens, overlap, k, mode (re-indexes --docs per chunking)",
     )
     ev.add_argument("--docs", type=Path, default=Path("data/policies"), help="corpus for --sweep")
-    ev.add_argument("--plot", type=Path, default=Path("sweep.png"), help="PNG for --sweep")
+    ev.add_argument(
+        "--plot", type=Path, metavar="PNG", help="with --sweep: also write a chart of it here"
+    )
     ev.add_argument("--answers", action="store_true", help="score the answers, not the ranking")
     ev.add_argument(
         "--answer-mode",
