@@ -5,7 +5,8 @@
 #   scripts/setup.sh dev   also the test, lint and benchmark tools ./test.sh needs
 #                          (pytest, ruff, mypy, Playwright, LangChain, ...): -e '.[dev]'
 # Safe to run twice: it reinstalls only when pyproject.toml or the lock changed since
-# the last install; a dev install also serves app. Progress lines go to stderr.
+# the last install; a dev install also serves app. Progress lines go to stderr; pip
+# prints only errors (-qq: a missing extra index in pip's config warns once per package).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 want=${1:-dev}
@@ -30,8 +31,8 @@ if [ "$want" = app ]; then
 else
   say "installing the assistant with its test and lint tools into .venv (a few minutes the first time)..."
 fi
-.venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -c requirements.lock -e ".[$extras]"
+.venv/bin/python -m pip install --quiet --quiet --upgrade pip
+.venv/bin/python -m pip install --quiet --quiet -c requirements.lock -e ".[$extras]"
 rm -f .venv/.installed-*
 touch ".venv/.installed-$hash-$want"
 say "installed in $((SECONDS - started)) s"
