@@ -3,7 +3,7 @@
 # including the Chroma-server, OpenAI-protocol and browser tests.
 set -euo pipefail
 cd "$(dirname "$0")"
-scripts/setup.sh
+scripts/setup.sh dev  # the app with its test, lint and benchmark tools (.[dev])
 scripts/setup_llm.sh  # test-only: llama.cpp's server and a small model (.venv-llm)
 if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   # The browser tests drive Debian's chromium; install it when we can.

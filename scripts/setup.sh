@@ -1,17 +1,40 @@
 #!/usr/bin/env bash
-# Create .venv and install the project with its test tools, at the exact versions in
-# requirements.lock. Safe to run twice: it reinstalls only when pyproject.toml or the
-# lock changed since the last install.
+# Create .venv and install the project at the exact versions in requirements.lock.
+#   scripts/setup.sh app   what ./start.sh needs: the chat UI and what the commands use
+#                          (the sweep plot's matplotlib): pip install -e '.[ui,plot]'
+#   scripts/setup.sh dev   also the test, lint and benchmark tools ./test.sh needs
+#                          (pytest, ruff, mypy, Playwright, LangChain, ...): -e '.[dev]'
+# Safe to run twice: it reinstalls only when pyproject.toml or the lock changed since
+# the last install; a dev install also serves app. Progress lines go to stderr; pip
+# prints only errors (-qq: a missing extra index in pip's config warns once per package).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+want=${1:-dev}
+case "$want" in
+  app) extras=ui,plot ;;
+  dev) extras=dev ;;
+  *) echo "usage: scripts/setup.sh [app|dev]" >&2; exit 2 ;;
+esac
 PYTHON=${PYTHON:-python3}
+hash=$(cat pyproject.toml requirements.lock | sha256sum | cut -c1-16)
+if [ -f ".venv/.installed-$hash-$want" ] || [ -f ".venv/.installed-$hash-dev" ]; then
+  exit 0
+fi
+say() { echo "setup: $*" >&2; }
+started=$SECONDS
 if [ ! -x .venv/bin/python ]; then
+  say "creating the virtual environment .venv"
   "$PYTHON" -m venv .venv
 fi
-stamp=.venv/.installed-$(cat pyproject.toml requirements.lock | sha256sum | cut -c1-16)
-if [ ! -f "$stamp" ]; then
-  .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -c requirements.lock -e '.[dev]'
-  rm -f .venv/.installed-*
-  touch "$stamp"
+if [ "$want" = app ]; then
+  say "installing the assistant and its packages into .venv (a minute or two the first time)..."
+else
+  say "installing the assistant with its test and lint tools into .venv (a few minutes the first time)..."
 fi
+.venv/bin/python -m pip install --quiet --quiet --upgrade pip
+# --no-compile: Python compiles each module when it is first imported, and the app imports
+# a small part of what it installs; compiling everything up front doubled the install's CPU.
+.venv/bin/python -m pip install --quiet --quiet --no-compile -c requirements.lock -e ".[$extras]"
+rm -f .venv/.installed-*
+touch ".venv/.installed-$hash-$want"
+say "installed in $((SECONDS - started)) s"

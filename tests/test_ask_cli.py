@@ -106,9 +106,28 @@ def test_source_and_tag_filters_restrict_the_sources(index: Path) -> None:
         index, '{"id": 1, "question": "How many days of leave?"}\n', "--source", "leave.md"
     )
     assert {s["source"] for s in line["sources"]} == {"leave.md"}
-    (none,) = ask_json(index, '{"id": 2, "question": "leave"}\n', "--tag", "no-such-tag")
-    assert none["sources"] == []
-    assert none["mode"] == "no good match"
+    (typed,) = ask_json(
+        index, '{"id": 2, "question": "How many days of leave?"}\n', "--source", "Leave"
+    )
+    assert {s["source"] for s in typed["sources"]} == {"leave.md"}
+
+
+@pytest.mark.parametrize(
+    ("flag", "typed", "message"),
+    [
+        ("--source", "leav.md", "no document 'leav.md' in the index; did you mean 'leave.md'"),
+        ("--tag", "no-such-tag", "no tag 'no-such-tag' in the index; the index has no tags"),
+    ],
+)
+def test_an_unknown_source_or_tag_is_a_usage_error(
+    index: Path, flag: str, typed: str, message: str
+) -> None:
+    for argv in (["ask", "leave"], ["ask", "--json"]):
+        ran = run_cli(
+            [*argv, "--index", str(index), flag, typed], stdin='{"id": 1, "question": "x"}\n'
+        )
+        assert (ran.code, ran.out) == (2, "")
+        assert message in ran.err
 
 
 def test_k_sets_the_number_of_sources(index: Path) -> None:

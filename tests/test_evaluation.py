@@ -1,3 +1,4 @@
+import json
 from pathlib import Path
 
 import pytest
@@ -94,3 +95,86 @@ def test_sweep_grid_parses_values_and_keeps_current_settings_for_the_rest() -> N
         parse_grid(["size=1"], settings=Settings())
     with pytest.raises(ConfigError, match="k"):
         parse_grid(["k=three"], settings=Settings())
+
+
+def sweep_setup(base: Path) -> tuple[Path, Path]:
+    """A two-document corpus and one question about it, for ``eval --sweep``."""
+    from tests.cli_index import LEAVE, LOANS
+
+    docs = base / "docs"
+    docs.mkdir()
+    (docs / "loans.md").write_text(LOANS, encoding="utf-8")
+    (docs / "leave.md").write_text(LEAVE, encoding="utf-8")
+    questions = base / "q.jsonl"
+    gold = [{"file": "leave.md", "heading_path": "", "must_contain": "21 days"}]
+    questions.write_text(
+        json.dumps({"id": "a", "question": "annual leave days", "kind": "fact", "gold": gold})
+        + "\n"
+    )
+    return docs, questions
+
+
+def test_sweep_writes_a_plot_only_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.cli_index import run_cli
+
+    docs, questions = sweep_setup(tmp_path)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    argv = ["eval", str(questions), "--sweep", "chunk_tokens=96,128", "--docs", str(docs)]
+
+    plain = run_cli(argv)
+    assert plain.code == 0, plain.err
+    assert "chunk_tokens" in plain.out
+    assert list(work.iterdir()) == []  # no sweep.png left in the current folder
+    as_json = run_cli([*argv, "--json"])
+    assert as_json.code == 0, as_json.err
+    assert len(json.loads(as_json.out)) == 2
+    assert list(work.iterdir()) == []
+
+    chart = tmp_path / "charts" / "sweep.png"
+    chart.parent.mkdir()
+    plotted = run_cli([*argv, "--plot", str(chart)])
+    assert plotted.code == 0, plotted.err
+    assert f"plot written to {chart}" in plotted.out
+    assert chart.read_bytes().startswith(b"\x89PNG")
+    assert list(work.iterdir()) == []
+
+
+def test_plot_without_sweep_is_a_usage_error(tmp_path: Path) -> None:
+    from tests.cli_index import run_cli
+
+    _, questions = sweep_setup(tmp_path)
+    ran = run_cli(["eval", str(questions), "--plot", str(tmp_path / "x.png")])
+    assert ran.code == 2
+    assert "--plot goes with --sweep" in ran.err
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_sweep_chart_shows_recall_and_mrr_on_a_readable_axis() -> None:
+    from assistant.cli.evaluate import SweepRow, sweep_figure
+
+    def row(tokens: int, recall: float, mrr: float) -> SweepRow:
+        return SweepRow(tokens, 0.15, "hybrid", 5, 100, recall, mrr, 1.0, 0.0, 0.1)
+
+    figure = sweep_figure([row(128, 0.92, 0.81), row(200, 0.96, 0.84)])
+    recall, mrr = figure.axes
+    for axes, name, shown in ((recall, "recall@k", (0.92, 0.96)), (mrr, "MRR@10", (0.81, 0.84))):
+        assert axes.get_ylabel() == f"{name} (higher is better)"
+        assert axes.get_xlabel() == "chunking: tokens per chunk, overlap"
+        assert [t.get_text() for t in axes.get_xticklabels()] == [
+            "128 tok\n0.15 ov",
+            "200 tok\n0.15 ov",
+        ]
+        low, high = axes.get_ylim()
+        assert low < min(shown)
+        assert high > max(shown)
+        # The gap spans at least half the axis (on a 0-1 axis it would be 3-4%).
+        assert (max(shown) - min(shown)) / (high - low) > 0.5
+    legends = [axes.get_legend() for axes in (recall, mrr)]
+    assert [[t.get_text() for t in legend.get_texts()] for legend in legends if legend] == [
+        ["hybrid @5"],
+        ["hybrid"],
+    ]

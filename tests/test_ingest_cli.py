@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import pty
+import re
 import signal
+import struct
 import subprocess
 import sys
+import termios
 import time
 from pathlib import Path
 
@@ -102,6 +107,67 @@ def test_a_redirect_page_is_skipped_and_strict_still_succeeds(tmp_path: Path) ->
     assert text.returncode == 0
     assert "1 skipped (no text)" in text.stdout
     assert "skipped moved.md: no text found" in text.stdout
+
+
+def sectioned_corpus(root: Path, *, docs: int, sections: int) -> Path:
+    """Documents with one short chunk per section: a corpus of ``docs * sections`` chunks."""
+    root.mkdir(parents=True, exist_ok=True)
+    for i in range(docs):
+        body = "\n\n".join(
+            f"## Rule {j}\n\nBranch {i} members may apply for product {j} after {j + 3} months."
+            for j in range(sections)
+        )
+        (root / f"rules-{i}.md").write_text(f"# Rules {i}\n\n{body}\n")
+    return root
+
+
+def run_ingest_on_a_terminal(*args: str) -> tuple[int, str, str]:
+    """Run ingest.py with stderr on a real pseudo-terminal; return (code, stdout, stderr)."""
+    master, slave = pty.openpty()
+    # A terminal 100 columns wide: tqdm draws nothing on one with no size.
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    with subprocess.Popen(
+        [sys.executable, INGEST, *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=slave,
+        cwd=ROOT,
+    ) as proc:
+        os.close(slave)
+        received = bytearray()
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not data:
+                break
+            received += data
+        stdout = proc.stdout.read().decode() if proc.stdout else ""
+        code = proc.wait(timeout=600)
+    os.close(master)
+    return code, stdout, received.decode(errors="replace")
+
+
+def test_progress_bar_follows_the_embedding_on_a_terminal_only(tmp_path: Path) -> None:
+    docs = sectioned_corpus(tmp_path / "docs", docs=4, sections=40)
+
+    code, stdout, terminal = run_ingest_on_a_terminal(str(docs), "--index", str(tmp_path / "a"))
+    piped = run_ingest(str(docs), "--index", str(tmp_path / "b"))
+
+    assert code == 0, terminal
+    written = int(re.search(r"chunks: (\d+) written", stdout)[1])  # type: ignore[index]
+    assert written > 128  # several embedding slices, so the rate and ETA are measured
+    frames = [f for f in terminal.split("\r") if f.startswith("embedding:")]
+    # Chunks per second and a real ETA while embedding, then every chunk done.
+    assert any(re.search(r"\d+/\d+ \[\d\d:\d\d<\d\d:\d\d, +[\d.]+chunk/s", f) for f in frames)
+    assert any(f"{written}/{written} [" in f for f in frames), frames
+    assert any("4/4 documents" in f for f in frames)
+    # On a pipe (a log file, CI): no bar, no carriage-return frames.
+    assert piped.returncode == 0, piped.stderr
+    assert "\r" not in piped.stderr
+    assert "embedding" not in piped.stderr
+    assert f"chunks: {written} written" in piped.stdout
 
 
 def test_missing_folder_is_a_usage_error(tmp_path: Path) -> None:

@@ -4,8 +4,10 @@ from pathlib import Path
 
 import pytest
 
+from assistant.cli._filters import resolve_source
 from assistant.cli.search import main
 from assistant.config import Settings
+from assistant.errors import ConfigError, IndexNotFoundError
 from assistant.protocols import Searcher
 from tests.retrieval_helpers import FakeEmbedder, make_retriever, make_snapshot, policy_corpus
 
@@ -161,3 +163,110 @@ def test_eval_command_prints_figures(tmp_path: Path) -> None:
     assert report["overall"]["unanswerable_flagged"] == 1.0
     assert report["overall"]["false_no_good_match"] == 0.0
     assert set(report["by_kind"]) == {"fact", "unanswerable"}
+
+
+@pytest.mark.parametrize("typed", ["fees.md", "fees", "FINANCE/Fees.md", "finance/fees.md"])
+def test_source_as_a_user_types_it_matches_the_stored_path(typed: str) -> None:
+    code, out, err, _ = run(
+        ["search", "--json", "--source", typed, "-k", "10"], stdin='{"id": 1, "question": "fees"}\n'
+    )
+    assert code == 0, err
+    chunks = json.loads(out)["chunks"]
+    assert chunks
+    assert {c["source"] for c in chunks} == {"finance/fees.md"}
+
+
+def test_tag_in_another_case_matches_the_stored_tag() -> None:
+    code, out, err, _ = run(["search", "fees", "--tag", "HR", "-k", "10"])
+    assert code == 0, err
+    assert "hr/" in out
+    assert "finance/fees.md" not in out
+
+
+@pytest.mark.parametrize(
+    ("flag", "typed", "message"),
+    [
+        (
+            "--source",
+            "feez.md",
+            "no document 'feez.md' in the index; did you mean 'finance/fees.md'?",
+        ),
+        ("--tag", "travl", "no tag 'travl' in the index; did you mean 'travel'?"),
+        # Nothing close: the error says what the index holds.
+        (
+            "--source",
+            "zzz.pdf",
+            "the index has 4 documents: 'finance/expenses.md', 'finance/fees.md', "
+            "'hr/general.md', 'hr/tax.md'",
+        ),
+        ("--tag", "qqq", "the index has 3 tags: 'finance', 'hr', 'travel'"),
+    ],
+)
+def test_unknown_source_or_tag_is_a_usage_error_with_suggestions(
+    flag: str, typed: str, message: str
+) -> None:
+    for argv in (["search", "fees", flag, typed], ["search", "--json", flag, typed]):
+        code, out, err, _ = run(argv, stdin='{"id": 1, "question": "fees"}\n')
+        assert (code, out) == (2, "")
+        assert message in err
+        assert "No results" not in err
+
+
+def test_a_name_that_fits_several_sources_says_which() -> None:
+    with pytest.raises(ConfigError, match=r"fits several documents: 'a/leave.md', 'b/leave.md'"):
+        resolve_source("leave.md", ["a/leave.md", "b/leave.md", "c/loans.md"])
+    assert resolve_source("b/leave.md", ["a/leave.md", "b/leave.md"]) == "b/leave.md"
+    # A path end must start at a "/": "ave.md" is not "leave.md".
+    with pytest.raises(ConfigError, match="no document"):
+        resolve_source("ave.md", ["a/leave.md"])
+
+
+def test_json_error_lines_keep_the_request_id() -> None:
+    lines = (
+        '{"id": "q1"}\n'  # no question at all
+        '{"id": "q2", "q": "fees"}\n'
+        '["q3", "fees"]\n'  # not an object: no id to keep
+        '{"id": "q4", "question": "fees"}\n'
+    )
+    code, out, _, _ = run(["search", "--json"], stdin=lines)
+    answers = [json.loads(line) for line in out.splitlines()]
+    assert code == 0
+    assert [a["id"] for a in answers] == ["q1", "q2", None, "q4"]
+    assert all("question must be a non-empty string" in a["error"] for a in answers[:2])
+    assert answers[2]["error"] == "bad request line: not a JSON object"
+    assert answers[3]["chunks"]
+
+
+def test_a_failing_search_is_an_error_line_with_its_id() -> None:
+    class NoIndex:
+        def search(self, question: str, **kwargs: object) -> object:
+            raise IndexNotFoundError("no index at idx: run `python ingest.py` first")
+
+    out = io.StringIO()
+    code = main(
+        ["search", "--json"],
+        environ={},
+        stdin=io.StringIO('{"id": "a", "question": "x"}\n{"id": "b", "question": "y"}\n'),
+        stdout=out,
+        stderr=io.StringIO(),
+        searcher_factory=lambda _settings: NoIndex(),  # type: ignore[arg-type,return-value]
+    )
+    assert code == 0
+    assert [json.loads(line) for line in out.getvalue().splitlines()] == [
+        {"id": "a", "error": "no index at idx: run `python ingest.py` first"},
+        {"id": "b", "error": "no index at idx: run `python ingest.py` first"},
+    ]
+
+
+def test_json_output_escapes_c1_controls_and_keeps_other_text_readable() -> None:
+    question_id = "q\x9b2J\x85-\u2028-\u202e-é"  # CSI, NEL, line separator, bidi override
+    code, out, _, _ = run(
+        ["search", "--json"], stdin=json.dumps({"id": question_id, "question": "fees"}) + "\n"
+    )
+    assert code == 0
+    assert out.isascii() is False  # é stays readable
+    assert "é" in out
+    for raw in ("\x9b", "\x85", "\u2028", "\u202e"):
+        assert raw not in out
+    assert "\\u009b2J\\u0085-\\u2028-\\u202e" in out
+    assert json.loads(out)["id"] == question_id

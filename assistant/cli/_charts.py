@@ -1,4 +1,4 @@
-"""The one importer of matplotlib (a dev dependency): charts of the sweep and the gaps report."""
+"""The one importer of matplotlib (the `plot` extra): charts of the sweep and the gaps report."""
 
 from __future__ import annotations
 
@@ -21,5 +21,5 @@ def pyplot(purpose: str) -> Any:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as exc:
-        raise ConfigError(f"{purpose} needs matplotlib: pip install '.[dev]'") from exc
+        raise ConfigError(f"{purpose} needs matplotlib: pip install '.[plot]'") from exc
     return plt

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import sys
@@ -23,6 +24,7 @@ __all__ = [
     "EXIT_USAGE",
     "configure_logging",
     "index_embedder",
+    "json_text",
     "lenient_stdin",
     "printable",
     "report_error",
@@ -48,6 +50,22 @@ def printable(text: str, *, inline: bool = False) -> str:
     """
     pattern = _INLINE_UNSAFE if inline else _TERMINAL_UNSAFE
     return pattern.sub(_escape, text)
+
+
+# What ``json.dumps(ensure_ascii=False)`` leaves raw but a terminal or a JavaScript
+# reader acts on: DEL and the C1 controls (U+009B is CSI), line and paragraph separators,
+# bidi overrides. JSON structure is ASCII, so each can only sit inside a string.
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def json_text(value: object, *, indent: int | None = None) -> str:
+    r"""Return ``value`` as JSON with readable non-ASCII text but every control escaped.
+
+    Document text is untrusted and these lines go to terminals and logs: C0 controls are
+    escaped by `json.dumps` itself, the rest (C1, DEL, separators, bidi) as ``\u0085``.
+    """
+    text = json.dumps(value, ensure_ascii=False, indent=indent)
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m[0]):04x}", text)
 
 
 def _escape(match: re.Match[str]) -> str:

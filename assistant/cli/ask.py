@@ -27,7 +27,8 @@ import logging
 from typing import TextIO
 
 from assistant.answering.service import AnswerRun, Assistant, build_assistant, finish
-from assistant.cli._common import EXIT_OK, index_embedder
+from assistant.cli._common import EXIT_OK, index_embedder, json_text
+from assistant.cli._filters import resolve_filters
 from assistant.config import Settings
 from assistant.errors import AssistantError, ConfigError
 from assistant.protocols import Searcher
@@ -53,7 +54,9 @@ def run_ask(
         AssistantError: Answering the one question given failed (for example, no index).
     """
     service = build_assistant(settings, searcher=searcher, embedder=index_embedder(searcher))
-    filters = SearchFilters(sources=tuple(args.source), tags=tuple(args.tag))
+    filters = resolve_filters(
+        SearchFilters(sources=tuple(args.source), tags=tuple(args.tag)), searcher
+    )
     k = settings.retrieval.top_k
     if not args.json:
         if args.question is None:
@@ -102,7 +105,7 @@ def _answer_line(
 
 
 def _write(out: TextIO, record: dict[str, object]) -> None:
-    out.write(json.dumps(record, ensure_ascii=False) + "\n")
+    out.write(json_text(record) + "\n")
     out.flush()
 
 

@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Never, TextIO
+from typing import TYPE_CHECKING, Never, TextIO
 
 from assistant.cli._common import (
     EXIT_FAILED,
@@ -27,6 +27,9 @@ from assistant.cli._common import configure_logging as configure_logging
 from assistant.config import Settings
 from assistant.errors import AssistantError
 from assistant.index.ingest import IngestReport, Progress
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 __all__ = ["ingest_main", "report_to_json"]
 
@@ -64,11 +67,14 @@ def ingest_main(
     out = stdout or sys.stdout
     args = _parser().parse_args(argv)
     configure_logging(args.verbose)
+    bar = _ProgressBar(enabled=not args.json)
     try:
         settings = settings_with_index(os.environ if environ is None else environ, args.index)
-        report = _run(args, settings, progress=_progress_bar(enabled=not args.json))
+        report = _run(args, settings, progress=bar)
     except AssistantError as exc:
         return report_error(exc, sys.stderr)
+    finally:
+        bar.close()
     if args.json:
         print(
             json.dumps(report_to_json(report, index=str(settings.store.path)), indent=2), file=out
@@ -95,24 +101,58 @@ def _run(args: argparse.Namespace, settings: Settings, *, progress: Progress) ->
     )
 
 
-def _progress_bar(*, enabled: bool) -> Progress:
-    """Return a progress callback drawing tqdm bars on stderr (only on a terminal)."""
-    from tqdm import tqdm
+class _ProgressBar:
+    """A progress callback drawing one tqdm bar on a terminal.
 
-    bars: dict[str, tqdm[Never]] = {}
+    The bar follows the documents being parsed until chunks are being embedded, then
+    the chunks (the slow part: embedding and writing) with their rate and an ETA, the
+    documents parsed so far as its postfix. Nothing is drawn unless ``enabled`` and the
+    stream is a terminal: in a log file or CI output every redraw would be a line of
+    carriage returns.
+    """
 
-    def update(stage: str, done: int, total: int) -> None:
-        if not enabled:
+    def __init__(self, *, enabled: bool, stream: TextIO | None = None) -> None:
+        self._out = stream or sys.stderr
+        self._enabled = enabled and _is_terminal(self._out)
+        self._bars: dict[str, tqdm[Never]] = {}
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if not self._enabled:
             return
-        bar = bars.get(stage)
+        if stage == "documents" and "chunks" in self._bars:
+            self._bars["chunks"].set_postfix_str(f"{done}/{total} documents", refresh=False)
+            return
+        bar = self._bars.get(stage)
         if bar is None or done < bar.n:  # a new pass over the same stage
-            bar = bars[stage] = tqdm(total=total, desc=stage, unit="item", leave=False)
+            self.close()
+            bar = self._bars[stage] = self._new_bar(stage, max(total, done))
+        bar.total = max(total, done)
         bar.n = done
         bar.refresh()
-        if done >= total:
-            bar.close()
 
-    return update
+    def _new_bar(self, stage: str, total: int) -> tqdm[Never]:
+        from tqdm import tqdm
+
+        chunks = stage == "chunks"
+        return tqdm(
+            total=total,
+            desc="embedding" if chunks else "parsing",
+            unit="chunk" if chunks else "doc",
+            leave=False,
+            file=self._out,
+            dynamic_ncols=True,
+        )
+
+    def close(self) -> None:
+        """Remove the bars from the terminal (before the summary is printed)."""
+        for bar in self._bars.values():
+            bar.close()
+        self._bars.clear()
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
 
 
 def report_to_json(report: IngestReport, *, index: str) -> dict[str, object]:

@@ -28,11 +28,13 @@ from assistant.cli._common import (
     EXIT_OK,
     EXIT_USAGE,
     configure_logging,
+    json_text,
     lenient_stdin,
     printable,
     report_error,
     settings_with_index,
 )
+from assistant.cli._filters import resolve_filters
 from assistant.cli.access import add_users_parser, bind, cli_user, run_users
 from assistant.config import EmbeddingSettings, Settings
 from assistant.errors import AssistantError, ConfigError
@@ -97,7 +99,9 @@ def _parser() -> argparse.ArgumentParser:
         help="grid over chunk_tokens, overlap, k, mode (re-indexes --docs per chunking)",
     )
     ev.add_argument("--docs", type=Path, default=Path("data/policies"), help="corpus for --sweep")
-    ev.add_argument("--plot", type=Path, default=Path("sweep.png"), help="PNG for --sweep")
+    ev.add_argument(
+        "--plot", type=Path, metavar="PNG", help="with --sweep: also write a chart of it here"
+    )
     ev.add_argument("--answers", action="store_true", help="score the answers, not the ranking")
     ev.add_argument(
         "--answer-mode",
@@ -246,7 +250,7 @@ def _check_question(args: argparse.Namespace) -> None:
 
 
 def _search(args: argparse.Namespace, settings: Settings, io: _IO, searcher: Searcher) -> int:
-    filters = _filters(args)
+    filters = resolve_filters(_filters(args), searcher)
     k = settings.retrieval.top_k
     if args.json:
         if args.question is not None:
@@ -268,10 +272,13 @@ def _answer_json_line(
 ) -> None:
     try:
         request = json.loads(line)
-        question_id, question = request.get("id"), request["question"]
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+    except ValueError as exc:
         _write_error_line(out, None, f"bad request line: {exc}")
         return
+    if not isinstance(request, dict):
+        _write_error_line(out, None, "bad request line: not a JSON object")
+        return
+    question_id, question = request.get("id"), request.get("question")
     if not isinstance(question, str) or not question.strip():
         # str(None) would search for "None", str(["a"]) for "['a']".
         _write_error_line(out, question_id, "bad request line: question must be a non-empty string")
@@ -279,7 +286,12 @@ def _answer_json_line(
     if not (_writable(question) and _writable(question_id)):
         _write_error_line(out, question_id, "bad request line: not valid Unicode")
         return
-    _write_json_line(out, question_id, searcher.search(question, k=k, filters=filters))
+    try:
+        result = searcher.search(question, k=k, filters=filters)
+    except AssistantError as exc:  # no index yet, a store error: this line fails, not the batch
+        _write_error_line(out, question_id, str(exc))
+        return
+    _write_json_line(out, question_id, result)
 
 
 def _writable(value: object) -> bool:
@@ -288,13 +300,13 @@ def _writable(value: object) -> bool:
 
 
 def _write_error_line(out: TextIO, question_id: object, error: str) -> None:
-    out.write(json.dumps({"id": question_id if _writable(question_id) else None, "error": error}))
-    out.write("\n")
+    record = {"id": question_id if _writable(question_id) else None, "error": error}
+    out.write(json_text(record) + "\n")
     out.flush()
 
 
 def _write_json_line(out: TextIO, question_id: object, result: SearchResult) -> None:
-    out.write(json.dumps({"id": question_id, **result_to_json(result)}, ensure_ascii=False) + "\n")
+    out.write(json_text({"id": question_id, **result_to_json(result)}) + "\n")
     out.flush()
 
 

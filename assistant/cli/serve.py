@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import os
+import socket
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
@@ -49,20 +51,56 @@ def _settings(args: argparse.Namespace) -> Settings:
     return replace(settings, ui=ui)
 
 
+def _port_in_use(host: str, port: int) -> bool:
+    """Return whether ``host:port`` is taken: binding it, as the server will, fails."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError:
+        return False  # an unknown host: let the server report it
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            return exc.errno == errno.EADDRINUSE
+    return False
+
+
+def _busy(settings: Settings) -> int:
+    host, port = settings.ui.host, settings.ui.port
+    suggestion = 8000 if port != 8000 else 8001
+    print(
+        printable(
+            f"error: port {port} on {host} is already in use (is the assistant already "
+            f"running?); start on another port with --port {suggestion} "
+            "(or set ASSISTANT_PORT)"
+        ),
+        file=sys.stderr,
+    )
+    return EXIT_FAILED
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the UI until interrupted; return the exit code."""
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     args = _parser().parse_args(argv)
     configure_logging(args.verbose + 1)
     try:
+        settings = _settings(args)
+    except AssistantError as exc:
+        return report_error(exc, sys.stderr)
+    if _port_in_use(settings.ui.host, settings.ui.port):  # say so before loading the index
+        return _busy(settings)
+    try:
         from assistant.web.app import DEFAULT_DOC_ROOTS, build_app
 
-        settings = _settings(args)
         app = build_app(settings, doc_roots=args.docs or DEFAULT_DOC_ROOTS)
         url = app.launch(share=settings.ui.share)
     except AssistantError as exc:
         return report_error(exc, sys.stderr)
     except OSError as exc:
+        if _port_in_use(settings.ui.host, settings.ui.port):  # taken while the index loaded
+            return _busy(settings)
         print(printable(f"error: cannot start the server: {exc}"), file=sys.stderr)
         return EXIT_FAILED
     print(f"Policy assistant running at {url}  (Ctrl+C to stop)", flush=True)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
 from assistant.chunking.chunker import chunk_document
 from assistant.config import Settings
@@ -52,6 +53,9 @@ logger = logging.getLogger(__name__)
 # tests/test_pipeline_version.py fails when the sample chunks change without a bump.
 PIPELINE_VERSION = "6"
 _EMBED_GROUP = 512
+# Chunks per embedding call inside a group, so progress moves every few seconds; a multiple
+# of the local model's batch (32) over length-sorted texts, so its batches stay the same.
+_EMBED_SLICE = 64
 
 Progress = Callable[[str, int, int], None]
 
@@ -88,6 +92,8 @@ class _Run:
     oversize: int = 0
     sections: dict[str, SectionState] = field(default_factory=dict)
     changes: tuple[DocumentChange, ...] = ()
+    embedded: int = 0
+    estimate: _ChunkEstimate = field(default_factory=lambda: _ChunkEstimate(0))
 
     def timed(self, stage: str, started: float) -> None:
         self.timings[stage] = self.timings.get(stage, 0.0) + time.perf_counter() - started
@@ -116,7 +122,10 @@ def ingest(
         strict: Write nothing if any file has a problem.
         rebuild: Drop the index first (e.g. after changing the embedding model).
         wait: Wait for another ingest on the same index instead of refusing.
-        progress: Called as ``progress(stage, done, total)``.
+        progress: Called as ``progress(stage, done, total)``: stage ``documents``
+            as each file is parsed, and (when writing) ``chunks`` as chunks are
+            embedded and written, its total an estimate from the bytes parsed so far
+            until the last document is parsed.
 
     Returns:
         What was (or, for a dry run, would be) done.
@@ -175,7 +184,7 @@ def _execute(
         # Nothing to write and nothing half-written: let the next run read one row per document.
         run.index.mark_clean()
     stored_ids = {source: doc.chunk_ids for source, doc in stored.items()}
-    _write_all(run, _parse_each(run, plan.to_process), stored_ids=stored_ids)
+    _write_all(run, _parse_each(run, plan.to_process, writing=True), stored_ids=stored_ids)
     _remove(run, plan)
     _remove_skipped(run, stored_ids)
     if plan.to_process or plan.removed:
@@ -268,19 +277,60 @@ class _Parsed:
     chunks: tuple[Chunk, ...]
 
 
-def _parse_each(run: _Run, candidates: Sequence[Candidate]) -> Iterator[_Parsed]:
+@dataclass(slots=True)
+class _ChunkEstimate:
+    """How many chunks the run will embed, from the chunks per byte parsed so far.
+
+    Documents are parsed one embedding group ahead of the writes, so the total is
+    only known at the end; a byte-weighted guess gives the bar an ETA before then.
+    """
+
+    total_bytes: int
+    parsed_bytes: int = 0
+    parsed_chunks: int = 0
+    finished: bool = False
+
+    def add(self, size: int, chunks: int) -> None:
+        self.parsed_bytes += size
+        self.parsed_chunks += chunks
+
+    @property
+    def total(self) -> int:
+        if self.finished or not self.parsed_bytes:
+            return self.parsed_chunks
+        rest = max(self.total_bytes - self.parsed_bytes, 0)
+        return self.parsed_chunks + round(rest * self.parsed_chunks / self.parsed_bytes)
+
+
+def _file_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _parse_each(
+    run: _Run, candidates: Sequence[Candidate], *, writing: bool = False
+) -> Iterator[_Parsed]:
     """Yield each document parsed and chunked, recording the files that fail.
 
     A generator, so only the documents of one embedding group are in memory.
+    ``writing`` also reports the ``chunks`` progress (with its new estimate).
     """
     tokenizer = get_tokenizer(run.settings.chunking.encoding)
     window = embedder_window(run.embedder)
-    for done, candidate in enumerate(candidates, 1):
+    sizes = [_file_size(c.path) for c in candidates]
+    run.estimate = _ChunkEstimate(sum(sizes))
+    for done, (candidate, size) in enumerate(zip(candidates, sizes, strict=True), 1):
         started = time.perf_counter()
         logger.debug("parsing %s", candidate.source)
         parsed = _parse_one(run, candidate, tokenizer=tokenizer, window=window)
         run.timed("parse", started)
+        run.estimate.add(size, len(parsed.chunks) if parsed is not None else 0)
+        run.estimate.finished = done == len(candidates)
         run.progress("documents", done, len(candidates))
+        if writing:
+            run.progress("chunks", run.embedded, run.estimate.total)
         if parsed is not None:
             yield parsed
 
@@ -384,7 +434,7 @@ def _write_all(
         logger.debug(
             "embedding %d chunks of %d documents", sum(len(p.chunks) for p in group), len(group)
         )
-        vectors = run.embedder.embed([c.text for p in group for c in p.chunks])
+        vectors = _embed_group(run, [c for p in group for c in p.chunks])
         run.timed("embed", started)
         offset = 0
         for item in group:
@@ -395,6 +445,30 @@ def _write_all(
             }
             _delete(run, sorted(stale))
             offset += count
+
+
+def _embed_group(run: _Run, chunks: Sequence[Chunk]) -> npt.NDArray[np.float32]:
+    """Embed ``chunks`` in slices of similar length, reporting progress after each.
+
+    Sorted by the model's own (truncated) length as the local embedder sorts, so every
+    batch it runs holds the same texts as when the group went in one call.
+    """
+    texts = [c.text for c in chunks]
+    if len(texts) <= _EMBED_SLICE:
+        vectors = run.embedder.embed(texts)
+        run.embedded += len(texts)
+        run.progress("chunks", run.embedded, run.estimate.total)
+        return vectors
+    limit = run.embedder.max_input_tokens
+    lengths = [min(n, limit) for n in run.embedder.count_tokens(texts)]
+    order = sorted(range(len(texts)), key=lengths.__getitem__)
+    vectors = np.zeros((len(texts), run.embedder.dimension), dtype=np.float32)
+    for start in range(0, len(order), _EMBED_SLICE):
+        rows = order[start : start + _EMBED_SLICE]
+        vectors[rows] = run.embedder.embed([texts[i] for i in rows])
+        run.embedded += len(rows)
+        run.progress("chunks", run.embedded, run.estimate.total)
+    return vectors
 
 
 def _write_document(run: _Run, item: _Parsed, vectors: np.ndarray, *, indexed_at: str) -> None:
