@@ -8,7 +8,9 @@ Relative links such as ``/doc/leave.md#annual-leave`` (our own pages) stay.
 
 `SafeStream` applies the same rules while text streams in: it holds back a
 tail that might still grow into a link, image, tag or URL, so what it has
-emitted is always a prefix of the neutralised final text.
+emitted is always a prefix of the neutralised final text. It neutralises only
+the text after its last *cut*, a white-space position no construct spans, so the
+work per answer is linear in its length.
 """
 
 from __future__ import annotations
@@ -17,20 +19,31 @@ import html
 import re
 from urllib.parse import urlsplit
 
-__all__ = ["SafeStream", "neutralise_markdown"]
+__all__ = ["SafeStream", "escape_markdown", "neutralise_markdown"]
 
 _IMAGE = re.compile(r"!\[([^\]\n]*)\]\s?(?:\([^)\n]*\)|\[[^\]\n]*\])")
 _LINK = re.compile(r"\[([^\]\n]*)\]\(\s*<?([^)\s>]*)>?(?:\s+\"[^\"\n]*\")?\s*\)")
 _AUTOLINK = re.compile(r"<([a-zA-Z][a-zA-Z0-9+.-]*:[^>\s]*)>")
 _BARE_URL = re.compile(r"(?<![`\w/])(?:https?|ftp)://[^\s)<>`\]]+", re.IGNORECASE)
+# GFM also links "www." hosts and e-mail addresses (Gradio's renderer does).
+_BARE_WWW = re.compile(r"(?<![`\w/.@-])www\.[^\s)<>`\]]+", re.IGNORECASE)
+_EMAIL = re.compile(r"(?<![`\w.+/:-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _HTML_START = re.compile(r"<(?![a-zA-Z][a-zA-Z0-9+.-]*:[^>\s]*>)(?=[A-Za-z/!?])")
 # Second line of defence for what the patterns above cannot see: images whose
 # alt text nests brackets, any link destination (nested labels), and link
 # reference definitions (which turn ``![x]`` or ``[x]`` into an image or link).
 _ANY_IMAGE = re.compile(r"!\[")
 _DESTINATION = re.compile(r"\]\(\s*<?([^)\s>]*)")
-_DEFINITION = re.compile(r"(\[[^\]\n]*\]):")
+# A label may hold escaped brackets and line breaks, up to CommonMark's 999 characters.
+_DEFINITION = re.compile(r"(\[(?:[^\\\]]|\\[\s\S]){0,999}\]):")
 _URL_NOISE = re.compile(r"[\x00-\x20]")
+# Characters that can start Markdown links, images, emphasis, code, headings or tables.
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]()#!|~])")
+# At the start of a line these begin a list item or a setext underline.
+_LINE_START_MARK = re.compile(r"^(\s*)([-+=]|\d+\.)", re.MULTILINE)
+_LINKIFIED = re.compile(r"(?<=[A-Za-z]):(?=//)|(?<=\bwww)\.|@", re.IGNORECASE)
+# Any run of white space holding a line break (str.splitlines' set, CR LF included).
+_LINE_BREAK = re.compile(r"\s*[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]\s*")
 
 # Tails that may still become a construct once more text arrives.
 _OPEN_TAIL = re.compile(
@@ -38,10 +51,18 @@ _OPEN_TAIL = re.compile(
     r"|<(?:[A-Za-z/!?][^>\n]*)?$"  # tag or autolink
     r"|!$"  # may become an image
     r"|\]\(\s*<?[^)\s>]*$"  # destination after a nested label, maybe across a line end
-    r"|(?<![\w/])(?:https?://[^\s)<>`\]]*|h(?:t(?:t(?:p(?:s?(?::/?)?)?)?)?)?)$",  # URL in progress
+    r"|(?<![\w/])(?:https?://[^\s)<>`\]]*|h(?:t(?:t(?:p(?:s?(?::/?)?)?)?)?)?)$"  # URL in progress
+    # A word may still become an e-mail address or a www. host.
+    r"|[\w.+-]+(?:@[\w.-]*)?$|(?<![`\w/.@-])www\.[^\s)<>`\]]*$",
     re.IGNORECASE,
 )
 _TAIL_WINDOW = 2000
+# SafeStream neutralises the text after its last cut again on every delta; a cut
+# is sought once this much more text has arrived, so each character is worked on
+# a bounded number of times.
+_SEGMENT_CHARS = 400
+# CommonMark link labels hold at most 999 characters.
+_MAX_LABEL = 1000
 
 
 def neutralise_markdown(text: str, *, allowed_hosts: frozenset[str]) -> str:
@@ -60,10 +81,34 @@ def neutralise_markdown(text: str, *, allowed_hosts: frozenset[str]) -> str:
     text = _LINK.sub(lambda m: _replace_link(m, allowed_hosts), text)
     text = _AUTOLINK.sub(lambda m: _replace_autolink(m, allowed_hosts), text)
     text = _BARE_URL.sub(lambda m: _replace_bare(m, allowed_hosts), text)
+    text = _BARE_WWW.sub(lambda m: _replace_www(m, allowed_hosts), text)
+    text = _EMAIL.sub(lambda m: _inert(m[0]), text)
     text = _HTML_START.sub("&lt;", text)
     text = _ANY_IMAGE.sub(r"!\\[", text)
     text = _DESTINATION.sub(lambda m: _guard_destination(m, allowed_hosts), text)
     return _DEFINITION.sub(r"\1\\:", text)
+
+
+def escape_markdown(text: str) -> str:
+    """Return ``text`` as inert Markdown: HTML escaped, Markdown syntax backslashed.
+
+    Document text shown in the chat (titles, snippets) must not create links,
+    images or HTML; after escaping it renders as the literal characters. It is
+    always shown inline, so line breaks become spaces: a multi-line title must
+    not spill into paragraphs of its own.
+    """
+    text = _LINE_BREAK.sub(" ", text)
+    html_safe = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    escaped = _MD_SPECIAL.sub(r"\\\1", html_safe)
+    # The chat's renderer also links bare URLs, www. hosts and e-mail addresses
+    # (GFM autolinks); a backslash before ":", "." or "@" keeps them plain text.
+    escaped = _LINKIFIED.sub(lambda m: "\\" + m[0], escaped)
+    return _LINE_START_MARK.sub(lambda m: m[1] + _escape_mark(m[2]), escaped)
+
+
+def _escape_mark(mark: str) -> str:
+    # "1." becomes "1\." (the number stays); "-", "+" and "=" get a backslash.
+    return mark[:-1] + "\\." if mark.endswith(".") else "\\" + mark
 
 
 def is_allowed_url(url: str, *, allowed_hosts: frozenset[str]) -> bool:
@@ -83,40 +128,105 @@ def is_allowed_url(url: str, *, allowed_hosts: frozenset[str]) -> bool:
 
 
 class SafeStream:
-    """Neutralises streamed Markdown incrementally.
+    """Neutralises streamed Markdown incrementally, in time linear in its length.
 
     ``feed(delta)`` returns the next piece of safe text (possibly empty);
-    ``finish()`` returns the rest. The pieces always join to
-    ``neutralise_markdown(all deltas)``.
+    ``finish()`` returns the rest; the pieces always join to `text`. The text is
+    neutralised in segments that end at *cuts*: white space outside any open
+    label, link destination or ``]`` (`_last_cut`), so no construct spans a cut
+    and `text` equals ``neutralise_markdown(all deltas)``, except that a label
+    open for more than 999 characters (no label, for CommonMark) may be cut.
+
+    Args:
+        allowed_hosts: Hostnames whose links may stay clickable (lower case).
+        segment_chars: How much new text is gathered before a cut is sought.
     """
 
-    def __init__(self, *, allowed_hosts: frozenset[str]) -> None:
+    def __init__(
+        self, *, allowed_hosts: frozenset[str], segment_chars: int = _SEGMENT_CHARS
+    ) -> None:
         self._allowed = allowed_hosts
-        self._raw = ""
-        self._emitted = ""
+        self._segment = segment_chars
+        self._frozen: list[str] = []  # neutralised segments before the last cut
+        self._raw = ""  # raw text after the last cut
+        self._emitted = ""  # what was emitted of ``_raw``, neutralised
+        self._emitted_raw = 0  # the length of ``_raw`` that ``_emitted`` neutralises
+        self._next_cut = segment_chars
 
     @property
     def text(self) -> str:
         """Return the neutralised text of everything fed so far."""
-        return neutralise_markdown(self._raw, allowed_hosts=self._allowed)
+        return "".join(self._frozen) + neutralise_markdown(self._raw, allowed_hosts=self._allowed)
 
     def feed(self, delta: str) -> str:
         """Add ``delta`` and return the safe text that can be shown now."""
         self._raw += delta
-        return self._advance(self._raw[: _stable_length(self._raw)])
+        out = self._advance(_stable_length(self._raw))
+        if len(self._raw) >= self._next_cut:
+            self._cut()
+        return out
 
     def finish(self) -> str:
         """Return whatever was held back, now that the text is complete."""
-        return self._advance(self._raw)
+        return self._advance(len(self._raw))
 
-    def _advance(self, raw: str) -> str:
-        safe = neutralise_markdown(raw, allowed_hosts=self._allowed)
+    def _advance(self, stable: int) -> str:
+        safe = neutralise_markdown(self._raw[:stable], allowed_hosts=self._allowed)
         if not safe.startswith(self._emitted):
             # Cannot happen for the constructs above; emit nothing rather than wrong text.
             return ""
         delta = safe[len(self._emitted) :]
-        self._emitted = safe
+        self._emitted, self._emitted_raw = safe, stable
         return delta
+
+    def _cut(self) -> None:
+        """Freeze the segment before the last cut already emitted, if there is one."""
+        at = _last_cut(self._raw, end=self._emitted_raw)
+        self._next_cut = len(self._raw) + self._segment
+        if at <= 0:
+            return
+        head = neutralise_markdown(self._raw[:at], allowed_hosts=self._allowed)
+        rest = neutralise_markdown(self._raw[at : self._emitted_raw], allowed_hosts=self._allowed)
+        if self._emitted != head + rest:
+            return  # the cut would change the text: keep the segment whole
+        self._frozen.append(head)
+        self._raw = self._raw[at:]
+        self._emitted, self._emitted_raw = rest, self._emitted_raw - at
+        self._next_cut = len(self._raw) + self._segment
+
+
+def _last_cut(raw: str, *, end: int) -> int:
+    """Return the last position of ``raw[:end]`` that no construct spans (0 for none).
+
+    That is just after white space, outside any ``[`` label (unless it opened more
+    than `_MAX_LABEL` characters before) and any ``](`` destination, and not after a
+    ``]`` followed only by white space (``![a]`` + line end + ``(url)``). Escaped
+    ``[`` still count as opening, so a cut is never inside a label either way.
+    """
+    depth, opened, escaped, last = 0, 0, False, ""
+    in_destination = token = False
+    cut = 0
+    for i in range(end):
+        char = raw[i]
+        if char.isspace():
+            if in_destination and token:
+                in_destination = False  # the destination ended; a title cannot link
+            if not in_destination and last != "]" and (depth == 0 or i - opened > _MAX_LABEL):
+                cut = i + 1
+            escaped = False
+            continue
+        if in_destination:
+            token = token or char != "<"
+            in_destination = char != ")"
+        elif char == "(" and last == "]" and raw[i - 1] == "]":
+            in_destination, token = True, False
+        elif char == "[":
+            depth, opened = depth + 1, opened if depth else i
+        elif char == "]" and not escaped:
+            depth = max(0, depth - 1)
+        escaped = char == "\\" and not escaped
+        last = char
+    return cut
 
 
 def _stable_length(raw: str) -> int:
@@ -159,6 +269,11 @@ def _replace_autolink(match: re.Match[str], allowed: frozenset[str]) -> str:
 def _replace_bare(match: re.Match[str], allowed: frozenset[str]) -> str:
     url = match.group(0)
     return url if is_allowed_url(url, allowed_hosts=allowed) else _inert(url)
+
+
+def _replace_www(match: re.Match[str], allowed: frozenset[str]) -> str:
+    host = match.group(0)  # the renderer links it as http://www...
+    return host if is_allowed_url("//" + host, allowed_hosts=allowed) else _inert(host)
 
 
 def _inert(url: str) -> str:
