@@ -25,9 +25,6 @@ _IMAGE = re.compile(r"!\[([^\]\n]*)\]\s?(?:\([^)\n]*\)|\[[^\]\n]*\])")
 _LINK = re.compile(r"\[([^\]\n]*)\]\(\s*<?([^)\s>]*)>?(?:\s+\"[^\"\n]*\")?\s*\)")
 _AUTOLINK = re.compile(r"<([a-zA-Z][a-zA-Z0-9+.-]*:[^>\s]*)>")
 _BARE_URL = re.compile(r"(?<![`\w/])(?:https?|ftp)://[^\s)<>`\]]+", re.IGNORECASE)
-# GFM also links "www." hosts and e-mail addresses (Gradio's renderer does).
-_BARE_WWW = re.compile(r"(?<![`\w/.@-])www\.[^\s)<>`\]]+", re.IGNORECASE)
-_EMAIL = re.compile(r"(?<![`\w.+/:-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _HTML_START = re.compile(r"<(?![a-zA-Z][a-zA-Z0-9+.-]*:[^>\s]*>)(?=[A-Za-z/!?])")
 # Second line of defence for what the patterns above cannot see: images whose
 # alt text nests brackets, any link destination (nested labels), and link
@@ -37,6 +34,15 @@ _DESTINATION = re.compile(r"\]\(\s*<?([^)\s>]*)")
 # A label may hold escaped brackets and line breaks, up to CommonMark's 999 characters.
 _DEFINITION = re.compile(r"(\[(?:[^\\\]]|\\[\s\S]){0,999}\]):")
 _URL_NOISE = re.compile(r"[\x00-\x20]")
+# What GFM autolinks: a scheme URL, a www. host, an e-mail address (at its "@").
+_LINKIFY = re.compile(
+    r"(?<![\w\\+.-])(?P<scheme>[A-Za-z][\w+.-]*):(?=(?P<rest>//[^\s<>`]*))"
+    r"|(?<!\\)(?P<www>www)\.(?=(?P<host>[^\s<>`]*))"
+    r"|(?<!\\)@",
+    re.IGNORECASE,
+)
+# Backslash escapes (with the backtick run they may touch), backtick runs, line ends, pipes.
+_CODE_TOKEN = re.compile(r"\\`+|\\[\s\S]|`+|\n|\|")
 # Characters that can start Markdown links, images, emphasis, code, headings or tables.
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]()#!|~])")
 # At the start of a line these begin a list item or a setext underline.
@@ -51,9 +57,7 @@ _OPEN_TAIL = re.compile(
     r"|<(?:[A-Za-z/!?][^>\n]*)?$"  # tag or autolink
     r"|!$"  # may become an image
     r"|\]\(\s*<?[^)\s>]*$"  # destination after a nested label, maybe across a line end
-    r"|(?<![\w/])(?:https?://[^\s)<>`\]]*|h(?:t(?:t(?:p(?:s?(?::/?)?)?)?)?)?)$"  # URL in progress
-    # A word may still become an e-mail address or a www. host.
-    r"|[\w.+-]+(?:@[\w.-]*)?$|(?<![`\w/.@-])www\.[^\s)<>`\]]*$",
+    r"|(?<![\w/])(?:https?://[^\s)<>`\]]*|h(?:t(?:t(?:p(?:s?(?::/?)?)?)?)?)?)$",  # URL in progress
     re.IGNORECASE,
 )
 _TAIL_WINDOW = 2000
@@ -81,12 +85,66 @@ def neutralise_markdown(text: str, *, allowed_hosts: frozenset[str]) -> str:
     text = _LINK.sub(lambda m: _replace_link(m, allowed_hosts), text)
     text = _AUTOLINK.sub(lambda m: _replace_autolink(m, allowed_hosts), text)
     text = _BARE_URL.sub(lambda m: _replace_bare(m, allowed_hosts), text)
-    text = _BARE_WWW.sub(lambda m: _replace_www(m, allowed_hosts), text)
-    text = _EMAIL.sub(lambda m: _inert(m[0]), text)
     text = _HTML_START.sub("&lt;", text)
     text = _ANY_IMAGE.sub(r"!\\[", text)
     text = _DESTINATION.sub(lambda m: _guard_destination(m, allowed_hosts), text)
-    return _DEFINITION.sub(r"\1\\:", text)
+    return _unlink_outside_code(_DEFINITION.sub(r"\1\\:", text), allowed_hosts)
+
+
+def _unlink_outside_code(text: str, allowed: frozenset[str]) -> str:
+    """Backslash what the renderer would autolink (GFM), except inside code spans.
+
+    The code spans above keep URLs inert only while their backticks pair up; raw
+    backticks next to them can break the pairing, so every ``scheme://`` of
+    another host, ``www.`` and ``@`` outside a code span gets a backslash, which
+    renders as the plain character.
+    """
+    out, cursor = [], 0
+    for start, end in _code_spans(text):
+        out += [_LINKIFY.sub(lambda m: _unlink(m, allowed), text[cursor:start]), text[start:end]]
+        cursor = end
+    out.append(_LINKIFY.sub(lambda m: _unlink(m, allowed), text[cursor:]))
+    return "".join(out)
+
+
+def _code_spans(text: str) -> list[tuple[int, int]]:
+    """Return the code spans as CommonMark pairs backtick runs, within one line.
+
+    Spans are only trusted inside a line and between table pipes: a line break can
+    start another block (a list item, a quote) that no span crosses. Where this
+    sees no span the text is backslashed, which at worst shows a backslash in code.
+    """
+    spans: list[tuple[int, int]] = []
+    opened: tuple[int, int] | None = None  # start and length of the open run
+    for match in _CODE_TOKEN.finditer(text):
+        token = match.group(0)
+        if token[-1] in "\n|":
+            opened = None
+        elif not token.startswith("`"):
+            # Outside a span a backslash escapes the next character; inside, it is literal.
+            if opened is None or not token.endswith("`"):
+                continue
+            if len(token) - 1 == opened[1]:
+                spans.append((opened[0], match.end()))
+                opened = None
+        elif opened is None:
+            # Only single-backtick spans (the ones made above) are trusted.
+            opened = (match.start(), len(token)) if len(token) == 1 else None
+        elif len(token) == opened[1]:
+            spans.append((opened[0], match.end()))
+            opened = None
+    return spans
+
+
+def _unlink(match: re.Match[str], allowed: frozenset[str]) -> str:
+    """Backslash the character the renderer's autolink starts from, unless the host is ours."""
+    if match["www"]:
+        own = is_allowed_url("//www." + match["host"], allowed_hosts=allowed)
+        return match[0] if own else match["www"] + "\\."
+    if match["scheme"]:
+        url = f"{match['scheme']}:{match['rest']}"
+        return match[0] if is_allowed_url(url, allowed_hosts=allowed) else match["scheme"] + "\\:"
+    return "\\@"
 
 
 def escape_markdown(text: str) -> str:
@@ -269,11 +327,6 @@ def _replace_autolink(match: re.Match[str], allowed: frozenset[str]) -> str:
 def _replace_bare(match: re.Match[str], allowed: frozenset[str]) -> str:
     url = match.group(0)
     return url if is_allowed_url(url, allowed_hosts=allowed) else _inert(url)
-
-
-def _replace_www(match: re.Match[str], allowed: frozenset[str]) -> str:
-    host = match.group(0)  # the renderer links it as http://www...
-    return host if is_allowed_url("//" + host, allowed_hosts=allowed) else _inert(host)
 
 
 def _inert(url: str) -> str:
