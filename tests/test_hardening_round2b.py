@@ -394,11 +394,6 @@ def hostile_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.mark.browser
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is missing")
-@pytest.mark.xfail(
-    reason="one random mix still renders a www. link where Gradio's renderer pairs backticks "
-    "differently from safety._code_spans (docs/hardening.md, D2 limits)",
-    strict=False,
-)
 def test_no_message_holds_a_link_to_another_host_or_mailto(hostile_app: str) -> None:
     """D2: model output (a table and 80 random mixes), document text in Sources and
     titles in the no-match list, rendered by Gradio in Chromium: no foreign <a>."""

@@ -34,10 +34,12 @@ _DESTINATION = re.compile(r"\]\(\s*<?([^)\s>]*)")
 # A label may hold escaped brackets and line breaks, up to CommonMark's 999 characters.
 _DEFINITION = re.compile(r"(\[(?:[^\\\]]|\\[\s\S]){0,999}\]):")
 _URL_NOISE = re.compile(r"[\x00-\x20]")
-# What GFM autolinks: a scheme URL, a www. host, an e-mail address (at its "@").
+# What GFM autolinks: a scheme URL, a www. host, an e-mail address (at its "@"). A
+# backslash before them is no protection ("\www" is a literal backslash); the
+# escaped forms this makes ("https\://", "www\.", "\@") do not match again.
 _LINKIFY = re.compile(
-    r"(?<![\w\\+.-])(?P<scheme>[A-Za-z][\w+.-]*):(?=(?P<rest>//[^\s<>`]*))"
-    r"|(?<!\\)(?P<www>www)\.(?=(?P<host>[^\s<>`]*))"
+    r"(?<![\w+.-])(?P<scheme>[A-Za-z][\w+.-]*):(?=(?P<rest>//[^\s<>`]*))"
+    r"|(?P<www>www)\.(?=(?P<host>[^\s<>`]*))"
     r"|(?<!\\)@",
     re.IGNORECASE,
 )
