@@ -429,3 +429,45 @@ def test_no_message_holds_a_link_to_another_host_or_mailto(hostile_app: str) -> 
     foreign = [h for h in hrefs if urlsplit(h).netloc != own or h.lower().startswith("mailto:")]
     assert foreign == [], foreign
     assert any("/doc/" in h for h in hrefs), "the own viewer links are gone"
+
+
+def test_four_looping_answers_do_not_block_a_fifth_user_past_the_budget(tmp_path: Path) -> None:
+    """D5: at ASSISTANT_CONCURRENCY=4, four endless answers hold their slots only for
+    the budget, so a fifth user's question is answered right after it, not never."""
+    from gradio_client import Client
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "leave.md").write_text("# Leave\n\nStaff get 25 days of annual leave.\n", "utf-8")
+
+    def reply(body: dict[str, Any]) -> Reply:
+        if "loop" in json.dumps(body["messages"]):
+            return Reply(text="Staff get 25 days [1]. ", endless=True, delay=0.05)
+        return Reply(text="Staff get 25 days of annual leave [1].")
+
+    with FakeOpenAIServer(handler=reply) as server:
+        settings = Settings(
+            store=StoreSettings(path=tmp_path / "index"),
+            llm=LLMSettings(base_url=server.base_url, api_key="t", total_timeout=3),
+            ui=UISettings(port=free_port(), concurrency=4),
+        )
+        ingest([docs], settings=settings, embedder=ConftestEmbedder())
+        app = build_app(settings, doc_roots=[docs], embedder=ConftestEmbedder())
+        url = app.launch()
+        try:
+            client = Client(url, verbose=False)
+            client.predict("annual leave days", [], [], 3, api_name="/chat")  # index loaded
+            loops = [
+                client.submit("annual leave loop", [], [], 3, api_name="/chat") for _ in range(4)
+            ]
+            time.sleep(1.0)
+            started = time.monotonic()
+            fifth = client.submit("annual leave days", [], [], 3, api_name="/chat")
+            result = fifth.result(timeout=30)
+            waited = time.monotonic() - started
+            for job in loops:
+                job.result(timeout=30)
+        finally:
+            app.demo.close()
+    assert "25 days of annual leave" in json.dumps(result)
+    assert waited <= 3 + 3, waited  # one budget (less the head start), plus slack
