@@ -28,6 +28,8 @@ ASSISTANT_LLM_BASE_URL         OpenAI-compatible chat endpoint; unset means offl
 ASSISTANT_LLM_MODEL            chat model name
 ASSISTANT_LLM_API_KEY          its key (falls back to OPENAI_API_KEY)
 ASSISTANT_LLM_TIMEOUT          seconds before a silent model is abandoned
+ASSISTANT_LLM_TOTAL_TIMEOUT    seconds one model answer may take in all (then cut, with a note)
+ASSISTANT_LLM_MAX_TOKENS       tokens one model answer may have (then cut, with a note)
 ASSISTANT_CONTEXT_TOKENS       prompt budget in tokens
 ASSISTANT_HOST / _PORT         where the UI listens (127.0.0.1:7860)
 ASSISTANT_AUTH                 ``user:password`` pairs separated by ``,`` to require a login
@@ -82,6 +84,9 @@ MAX_CHUNK_TOKENS = 8191
 # Upper bounds that no sane deployment reaches; they keep values the socket layer or
 # Chroma cannot take (1e300 seconds, a billion results) out of the running program.
 MAX_TIMEOUT_S = 3600.0
+# Generous: English averages about 4 characters a token, so only a server that
+# ignores ``max_tokens`` meets this cap.
+CHARS_PER_TOKEN = 8
 MAX_TOP_K = 1000
 MAX_CONTEXT_TOKENS = 1_000_000
 MAX_CONCURRENCY = 1024
@@ -248,6 +253,9 @@ class LLMSettings:
     timeout: float = 60.0
     # Caps one answer: a looping model stops here instead of holding a worker.
     max_tokens: int = 700
+    # Wall-clock seconds for one whole answer, from the request to its last delta:
+    # a slow-drip or looping server frees its chat slot by then.
+    total_timeout: float = 120.0
     # Withhold sentences the sources do not support and quote the closest source
     # sentence instead (off: mark them inline).
     grounded_only: bool = False
@@ -265,10 +273,20 @@ class LLMSettings:
             f"LLM timeout must be at most {MAX_TIMEOUT_S:g} s, got {self.timeout}",
         )
         _require(
+            1 <= self.total_timeout <= MAX_TIMEOUT_S,
+            "ASSISTANT_LLM_TOTAL_TIMEOUT",
+            f"ASSISTANT_LLM_TOTAL_TIMEOUT must be 1-{MAX_TIMEOUT_S:g} s, got {self.total_timeout}",
+        )
+        _require(
             16 <= self.max_tokens <= 32768,
             "ASSISTANT_LLM_MAX_TOKENS",
             f"ASSISTANT_LLM_MAX_TOKENS must be between 16 and 32768, got {self.max_tokens}",
         )
+
+    @property
+    def max_chars(self) -> int:
+        """Return the characters one answer may have, for servers that ignore ``max_tokens``."""
+        return self.max_tokens * CHARS_PER_TOKEN
 
     @property
     def enabled(self) -> bool:
@@ -459,6 +477,7 @@ class Settings:
                 api_key=env.text("ASSISTANT_LLM_API_KEY", openai_key),
                 timeout=env.number("ASSISTANT_LLM_TIMEOUT", d.llm.timeout),
                 max_tokens=env.integer("ASSISTANT_LLM_MAX_TOKENS", d.llm.max_tokens),
+                total_timeout=env.number("ASSISTANT_LLM_TOTAL_TIMEOUT", d.llm.total_timeout),
                 grounded_only=env.flag("ASSISTANT_GROUNDED_ONLY"),
             ),
             ui=UISettings(

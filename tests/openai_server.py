@@ -50,6 +50,9 @@ class Reply:
         usage_chunk: Send a final usage chunk with empty ``choices`` (as OpenAI does).
         reasoning: Sent first as ``reasoning_content`` deltas, as reasoning models
             served by Ollama, vLLM or llama.cpp do.
+        raw: SSE ``data:`` payloads sent byte for byte before ``text`` (invalid JSON,
+            invalid UTF-8, odd shapes), each after ``delay``.
+        endless: Repeat ``text`` until the client hangs up (a looping model).
     """
 
     text: str = "Hello from the fake model."
@@ -61,6 +64,8 @@ class Reply:
     stall_seconds: float = 10.0
     usage_chunk: bool = False
     reasoning: str = ""
+    raw: tuple[bytes, ...] = ()
+    endless: bool = False
 
 
 @dataclass(slots=True)
@@ -224,10 +229,18 @@ class _Handler(BaseHTTPRequestHandler):
         for i in range(0, len(reply.reasoning), max(1, reply.chunk_chars)):
             piece = reply.reasoning[i : i + reply.chunk_chars]
             self._event(_chunk(model, {"content": None, "reasoning_content": piece}))
+        for payload in reply.raw:
+            self._wait(reply.delay)
+            self._send(b"data: " + payload + b"\n\n")
         pieces = [
             reply.text[i : i + reply.chunk_chars]
             for i in range(0, len(reply.text), max(1, reply.chunk_chars))
         ]
+        while reply.endless and pieces:
+            for piece in pieces:
+                self._wait(reply.delay)
+                self._event(_chunk(model, {"content": piece}))
+                record.chunks_sent += 1
         for index, piece in enumerate(pieces):
             if index == reply.fault_after and reply.fault == "drop":
                 self.connection.shutdown(socket.SHUT_RDWR)

@@ -150,7 +150,8 @@ def check_answer(
     # A marker used as a link label would point the "citation" at any page of ours.
     unlinked = _MARKER_LINK.sub(lambda m: m.group(1), text)
     checked = LOOKALIKE.sub(keep_valid, unlinked)
-    cleaned = re.sub(r"[ \t]+(?=[.,;:!?]|$)", "", checked, flags=re.M)
+    # From a run's start only: retrying inside a long run of spaces is quadratic.
+    cleaned = re.sub(r"(?<![ \t])[ \t]+(?=[.,;:!?]|$)", "", checked, flags=re.M)
     if invalid:
         logger.warning("removed citations to missing sources: %s", sorted(set(invalid)))
     if offline:

@@ -10,24 +10,29 @@ details go to the log (without prompts, user text or keys).
 from __future__ import annotations
 
 import logging
+import queue
 import re
 import threading
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from assistant import openai_api as oa
 from assistant.config import LLMSettings
 from assistant.errors import LLMError
+from assistant.words import valid_unicode
 
 if TYPE_CHECKING:
     import httpx2
 
-__all__ = ["LENGTH_NOTE", "OpenAIChat", "VisibleText"]
+__all__ = ["LENGTH_NOTE", "TIME_NOTE", "OpenAIChat", "Utf16Joiner", "VisibleText"]
 
 logger = logging.getLogger(__name__)
 
 
 LENGTH_NOTE = "\n\n*(The answer was cut off at the length limit, ASSISTANT_LLM_MAX_TOKENS.)*"
+TIME_NOTE = "\n\n*(The answer was cut off at the time limit, ASSISTANT_LLM_TOTAL_TIMEOUT.)*"
+_MALFORMED = "The language model sent a malformed reply, so the answer may be incomplete."
 _THINK_OPEN, _THINK_CLOSE = "<think>", "</think>"
 _UNFINISHED = (
     "The language model stopped before finishing the answer; the question and its sources "
@@ -73,6 +78,30 @@ class VisibleText:
         return rest
 
 
+class Utf16Joiner:
+    r"""Make streamed text valid Unicode: surrogate pairs joined, lone halves replaced.
+
+    A server (or a UTF-16-based proxy) may send an emoji as ``"\ud83d"`` in one
+    chunk and ``"\ude00"`` in the next; a high surrogate at a delta's end is held
+    back until the next delta shows whether its pair follows.
+    """
+
+    def __init__(self) -> None:
+        self._pending = ""
+
+    def feed(self, delta: str) -> str:
+        """Return the valid text that ``delta`` completes."""
+        text, self._pending = self._pending + delta, ""
+        if text and "\ud800" <= text[-1] <= "\udbff":
+            text, self._pending = text[:-1], text[-1]
+        return valid_unicode(text)
+
+    def finish(self) -> str:
+        """Return what was held back (a lone half becomes U+FFFD)."""
+        rest, self._pending = self._pending, ""
+        return valid_unicode(rest)
+
+
 def _partial_tag_length(text: str, tag: str) -> int:
     """Return the length of the longest suffix of ``text`` that starts ``tag``."""
     for size in range(min(len(tag) - 1, len(text)), 0, -1):
@@ -115,50 +144,60 @@ class OpenAIChat:
     def stream(self, messages: Sequence[dict[str, str]]) -> Iterator[str]:
         """Yield the answer's text deltas; closing the iterator closes the HTTP response.
 
+        The answer ends with `TIME_NOTE` once ``total_timeout`` seconds have passed
+        since the request, or with `LENGTH_NOTE` at ``max_tokens`` (or, for a server
+        that ignores it, ``max_chars``). The request and the reading run in a helper
+        thread, so a server that stalls cannot hold the answer past its budget.
+
         Args:
             messages: Chat messages as ``{"role": ..., "content": ...}`` dicts.
 
         Yields:
-            Non-empty text deltas.
+            Non-empty text deltas, valid Unicode.
 
         Raises:
-            LLMError: The request failed, timed out or the connection dropped.
+            LLMError: The request failed, timed out, the connection dropped or the
+                server sent something that is not a chat completion stream.
         """
         client = self._get_client()
         logger.info("chat stream: model=%s messages=%d", self.model, len(messages))
-        try:
-            stream = client.chat.completions.create(
+        settings = self._settings
+        deadline = time.monotonic() + settings.total_timeout
+
+        def open_stream() -> Any:
+            return client.chat.completions.create(
                 model=self.model,
                 messages=_to_params(messages),
                 stream=True,
                 temperature=self._temperature,
-                max_tokens=self._settings.max_tokens,
+                max_tokens=settings.max_tokens,
             )
-        except oa.OpenAIError as exc:
-            raise self._translate(exc, mid_stream=False) from exc
-        visible, finished = VisibleText(), False
+
+        reader = _StreamReader(open_stream)
         try:
-            for chunk in stream:
-                # The final usage chunk has no choices; role-only deltas have no content.
-                # Reasoning models send their thinking as ``reasoning_content`` (never
-                # read here) or inside <think> tags (dropped by VisibleText).
-                if not chunk.choices:
-                    continue
-                content = chunk.choices[0].delta.content
-                text = visible.feed(content) if isinstance(content, str) else ""
-                if text:
-                    yield text
-                finish = chunk.choices[0].finish_reason
-                finished = finished or finish is not None
-                if finish == "length":
-                    yield LENGTH_NOTE
-            tail = visible.finish()
-            if tail:
-                yield tail
-        except oa.OpenAIError as exc:
-            raise self._translate(exc, mid_stream=True) from exc
+            yield from self._deltas(reader, deadline=deadline)
         finally:
-            stream.close()
+            reader.stop()
+
+    def _deltas(self, reader: _StreamReader, *, deadline: float) -> Iterator[str]:
+        visible, joiner, finished, size = VisibleText(), Utf16Joiner(), False, 0
+        for chunk in reader.chunks(deadline=deadline, translate=self._translate):
+            if chunk is None:  # the time budget is spent
+                logger.warning("chat stream stopped at the time limit")
+                yield TIME_NOTE
+                return
+            content, finish = _delta(chunk)
+            text = visible.feed(joiner.feed(content))
+            if text:
+                size += len(text)
+                yield text
+            finished = finished or finish is not None
+            if finish == "length" or size >= self._settings.max_chars:
+                yield LENGTH_NOTE
+                return
+        tail = visible.feed(joiner.finish()) + visible.finish()
+        if tail:
+            yield tail
         if not finished:
             # llama.cpp's Python server answers 200 and then drops a stream whose prompt
             # does not fit, so an unfinished stream is most likely that.
@@ -218,6 +257,96 @@ class OpenAIChat:
             mid_stream,
         )
         return LLMError(message)
+
+
+def _delta(chunk: object) -> tuple[str, str | None]:
+    """Return a chunk's text and finish reason; anything of another shape reads as nothing.
+
+    The SDK builds chunks without validating them, so ``choices``, ``delta`` and
+    ``content`` can be missing, null, lists or numbers. The final usage chunk has no
+    choices; role-only deltas have no content. Reasoning models send their thinking
+    as ``reasoning_content`` (never read here) or inside <think> tags (`VisibleText`).
+    """
+    choices = getattr(chunk, "choices", None)
+    if not isinstance(choices, list) or not choices:
+        return "", None
+    choice = choices[0]
+    content = getattr(getattr(choice, "delta", None), "content", None)
+    finish = getattr(choice, "finish_reason", None)
+    return (
+        content if isinstance(content, str) else "",
+        finish if isinstance(finish, str) else None,
+    )
+
+
+class _StreamReader:
+    """Opens and reads one completion stream in a daemon thread, handing chunks over a queue.
+
+    The consumer waits only until its deadline; `stop` asks the thread to close the
+    stream, which it does itself after its current read (closing an HTTP response
+    from another thread while a read is in flight is not safe).
+    """
+
+    def __init__(self, open_stream: Callable[[], Any]) -> None:
+        self._open = open_stream
+        self._queue: queue.Queue[tuple[str, Any]] = queue.Queue()
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="chat-stream", daemon=True)
+        self._started = False
+
+    def chunks(
+        self,
+        *,
+        deadline: float,
+        translate: Callable[..., LLMError],
+    ) -> Iterator[object]:
+        """Yield the stream's chunks, then None if ``deadline`` passes first.
+
+        Raises:
+            LLMError: Opening or reading failed (``translate`` words the SDK's errors).
+        """
+        if not self._started:
+            self._started = True
+            self._thread.start()
+        while True:
+            try:
+                kind, item = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                yield None
+                return
+            if kind == "end":
+                return
+            if kind == "chunk":
+                yield item
+                continue
+            if isinstance(item, oa.OpenAIError):
+                raise translate(item, mid_stream=kind == "read-error") from item
+            if isinstance(item, ValueError | TypeError):
+                # Invalid JSON or UTF-8 in an event, or an event of the wrong shape.
+                logger.warning("malformed chat stream: %s", type(item).__name__)
+                raise LLMError(_MALFORMED) from item
+            raise item
+
+    def stop(self) -> None:
+        """Ask the thread to close the stream and end (it may be inside a read)."""
+        self._stopped.set()
+
+    def _run(self) -> None:
+        try:
+            stream = self._open()
+        except Exception as exc:  # handed to the consumer, which words it
+            self._queue.put(("open-error", exc))
+            return
+        try:
+            for chunk in stream:
+                if self._stopped.is_set():
+                    return
+                self._queue.put(("chunk", chunk))
+            self._queue.put(("end", None))
+        except Exception as exc:  # handed to the consumer, which words it
+            self._queue.put(("read-error", exc))
+        finally:
+            stream.close()
 
 
 def _user_message(exc: oa.OpenAIError, *, timeout: float, mid_stream: bool) -> str:

@@ -8,7 +8,9 @@ Relative links such as ``/doc/leave.md#annual-leave`` (our own pages) stay.
 
 `SafeStream` applies the same rules while text streams in: it holds back a
 tail that might still grow into a link, image, tag or URL, so what it has
-emitted is always a prefix of the neutralised final text.
+emitted is always a prefix of the neutralised final text. It neutralises only
+the text after its last *cut*, a white-space position no construct spans, so the
+work per answer is linear in its length.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import html
 import re
 from urllib.parse import urlsplit
 
-__all__ = ["SafeStream", "neutralise_markdown"]
+__all__ = ["SafeStream", "escape_markdown", "neutralise_markdown"]
 
 _IMAGE = re.compile(r"!\[([^\]\n]*)\]\s?(?:\([^)\n]*\)|\[[^\]\n]*\])")
 _LINK = re.compile(r"\[([^\]\n]*)\]\(\s*<?([^)\s>]*)>?(?:\s+\"[^\"\n]*\")?\s*\)")
@@ -29,8 +31,27 @@ _HTML_START = re.compile(r"<(?![a-zA-Z][a-zA-Z0-9+.-]*:[^>\s]*>)(?=[A-Za-z/!?])"
 # reference definitions (which turn ``![x]`` or ``[x]`` into an image or link).
 _ANY_IMAGE = re.compile(r"!\[")
 _DESTINATION = re.compile(r"\]\(\s*<?([^)\s>]*)")
-_DEFINITION = re.compile(r"(\[[^\]\n]*\]):")
+# A label may hold escaped brackets and line breaks, up to CommonMark's 999 characters.
+_DEFINITION = re.compile(r"(\[(?:[^\\\]]|\\[\s\S]){0,999}\]):")
 _URL_NOISE = re.compile(r"[\x00-\x20]")
+# What GFM autolinks: a scheme URL, a www. host, an e-mail address (at its "@"). A
+# backslash before them is no protection ("\www" is a literal backslash); the
+# escaped forms this makes ("https\://", "www\.", "\@") do not match again.
+_LINKIFY = re.compile(
+    r"(?<![\w+.-])(?P<scheme>[A-Za-z][\w+.-]*):(?=(?P<rest>//[^\s<>`]*))"
+    r"|(?P<www>www)\.(?=(?P<host>[^\s<>`]*))"
+    r"|(?<!\\)@",
+    re.IGNORECASE,
+)
+# Backslash escapes (with the backtick run they may touch), backtick runs, line ends, pipes.
+_CODE_TOKEN = re.compile(r"\\`+|\\[\s\S]|`+|\n|\|")
+# Characters that can start Markdown links, images, emphasis, code, headings or tables.
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]()#!|~])")
+# At the start of a line these begin a list item or a setext underline.
+_LINE_START_MARK = re.compile(r"^(\s*)([-+=]|\d+\.)", re.MULTILINE)
+_LINKIFIED = re.compile(r"(?<=[A-Za-z]):(?=//)|(?<=\bwww)\.|@", re.IGNORECASE)
+# Any run of white space holding a line break (str.splitlines' set, CR LF included).
+_LINE_BREAK = re.compile(r"\s*[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]\s*")
 
 # Tails that may still become a construct once more text arrives.
 _OPEN_TAIL = re.compile(
@@ -42,6 +63,12 @@ _OPEN_TAIL = re.compile(
     re.IGNORECASE,
 )
 _TAIL_WINDOW = 2000
+# SafeStream neutralises the text after its last cut again on every delta; a cut
+# is sought once this much more text has arrived, so each character is worked on
+# a bounded number of times.
+_SEGMENT_CHARS = 400
+# CommonMark link labels hold at most 999 characters.
+_MAX_LABEL = 1000
 
 
 def neutralise_markdown(text: str, *, allowed_hosts: frozenset[str]) -> str:
@@ -63,7 +90,85 @@ def neutralise_markdown(text: str, *, allowed_hosts: frozenset[str]) -> str:
     text = _HTML_START.sub("&lt;", text)
     text = _ANY_IMAGE.sub(r"!\\[", text)
     text = _DESTINATION.sub(lambda m: _guard_destination(m, allowed_hosts), text)
-    return _DEFINITION.sub(r"\1\\:", text)
+    return _unlink_outside_code(_DEFINITION.sub(r"\1\\:", text), allowed_hosts)
+
+
+def _unlink_outside_code(text: str, allowed: frozenset[str]) -> str:
+    """Backslash what the renderer would autolink (GFM), except inside code spans.
+
+    The code spans above keep URLs inert only while their backticks pair up; raw
+    backticks next to them can break the pairing, so every ``scheme://`` of
+    another host, ``www.`` and ``@`` outside a code span gets a backslash, which
+    renders as the plain character.
+    """
+    out, cursor = [], 0
+    for start, end in _code_spans(text):
+        out += [_LINKIFY.sub(lambda m: _unlink(m, allowed), text[cursor:start]), text[start:end]]
+        cursor = end
+    out.append(_LINKIFY.sub(lambda m: _unlink(m, allowed), text[cursor:]))
+    return "".join(out)
+
+
+def _code_spans(text: str) -> list[tuple[int, int]]:
+    """Return the code spans as CommonMark pairs backtick runs, within one line.
+
+    Spans are only trusted inside a line and between table pipes: a line break can
+    start another block (a list item, a quote) that no span crosses. Where this
+    sees no span the text is backslashed, which at worst shows a backslash in code.
+    """
+    spans: list[tuple[int, int]] = []
+    opened: tuple[int, int] | None = None  # start and length of the open run
+    for match in _CODE_TOKEN.finditer(text):
+        token = match.group(0)
+        if token[-1] in "\n|":
+            opened = None
+        elif not token.startswith("`"):
+            # Outside a span a backslash escapes the next character; inside, it is literal.
+            if opened is None or not token.endswith("`"):
+                continue
+            if len(token) - 1 == opened[1]:
+                spans.append((opened[0], match.end()))
+                opened = None
+        elif opened is None:
+            # Only single-backtick spans (the ones made above) are trusted.
+            opened = (match.start(), len(token)) if len(token) == 1 else None
+        elif len(token) == opened[1]:
+            spans.append((opened[0], match.end()))
+            opened = None
+    return spans
+
+
+def _unlink(match: re.Match[str], allowed: frozenset[str]) -> str:
+    """Backslash the character the renderer's autolink starts from, unless the host is ours."""
+    if match["www"]:
+        own = is_allowed_url("//www." + match["host"], allowed_hosts=allowed)
+        return match[0] if own else match["www"] + "\\."
+    if match["scheme"]:
+        url = f"{match['scheme']}:{match['rest']}"
+        return match[0] if is_allowed_url(url, allowed_hosts=allowed) else match["scheme"] + "\\:"
+    return "\\@"
+
+
+def escape_markdown(text: str) -> str:
+    """Return ``text`` as inert Markdown: HTML escaped, Markdown syntax backslashed.
+
+    Document text shown in the chat (titles, snippets) must not create links,
+    images or HTML; after escaping it renders as the literal characters. It is
+    always shown inline, so line breaks become spaces: a multi-line title must
+    not spill into paragraphs of its own.
+    """
+    text = _LINE_BREAK.sub(" ", text)
+    html_safe = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    escaped = _MD_SPECIAL.sub(r"\\\1", html_safe)
+    # The chat's renderer also links bare URLs, www. hosts and e-mail addresses
+    # (GFM autolinks); a backslash before ":", "." or "@" keeps them plain text.
+    escaped = _LINKIFIED.sub(lambda m: "\\" + m[0], escaped)
+    return _LINE_START_MARK.sub(lambda m: m[1] + _escape_mark(m[2]), escaped)
+
+
+def _escape_mark(mark: str) -> str:
+    # "1." becomes "1\." (the number stays); "-", "+" and "=" get a backslash.
+    return mark[:-1] + "\\." if mark.endswith(".") else "\\" + mark
 
 
 def is_allowed_url(url: str, *, allowed_hosts: frozenset[str]) -> bool:
@@ -83,40 +188,105 @@ def is_allowed_url(url: str, *, allowed_hosts: frozenset[str]) -> bool:
 
 
 class SafeStream:
-    """Neutralises streamed Markdown incrementally.
+    """Neutralises streamed Markdown incrementally, in time linear in its length.
 
     ``feed(delta)`` returns the next piece of safe text (possibly empty);
-    ``finish()`` returns the rest. The pieces always join to
-    ``neutralise_markdown(all deltas)``.
+    ``finish()`` returns the rest; the pieces always join to `text`. The text is
+    neutralised in segments that end at *cuts*: white space outside any open
+    label, link destination or ``]`` (`_last_cut`), so no construct spans a cut
+    and `text` equals ``neutralise_markdown(all deltas)``, except that a label
+    open for more than 999 characters (no label, for CommonMark) may be cut.
+
+    Args:
+        allowed_hosts: Hostnames whose links may stay clickable (lower case).
+        segment_chars: How much new text is gathered before a cut is sought.
     """
 
-    def __init__(self, *, allowed_hosts: frozenset[str]) -> None:
+    def __init__(
+        self, *, allowed_hosts: frozenset[str], segment_chars: int = _SEGMENT_CHARS
+    ) -> None:
         self._allowed = allowed_hosts
-        self._raw = ""
-        self._emitted = ""
+        self._segment = segment_chars
+        self._frozen: list[str] = []  # neutralised segments before the last cut
+        self._raw = ""  # raw text after the last cut
+        self._emitted = ""  # what was emitted of ``_raw``, neutralised
+        self._emitted_raw = 0  # the length of ``_raw`` that ``_emitted`` neutralises
+        self._next_cut = segment_chars
 
     @property
     def text(self) -> str:
         """Return the neutralised text of everything fed so far."""
-        return neutralise_markdown(self._raw, allowed_hosts=self._allowed)
+        return "".join(self._frozen) + neutralise_markdown(self._raw, allowed_hosts=self._allowed)
 
     def feed(self, delta: str) -> str:
         """Add ``delta`` and return the safe text that can be shown now."""
         self._raw += delta
-        return self._advance(self._raw[: _stable_length(self._raw)])
+        out = self._advance(_stable_length(self._raw))
+        if len(self._raw) >= self._next_cut:
+            self._cut()
+        return out
 
     def finish(self) -> str:
         """Return whatever was held back, now that the text is complete."""
-        return self._advance(self._raw)
+        return self._advance(len(self._raw))
 
-    def _advance(self, raw: str) -> str:
-        safe = neutralise_markdown(raw, allowed_hosts=self._allowed)
+    def _advance(self, stable: int) -> str:
+        safe = neutralise_markdown(self._raw[:stable], allowed_hosts=self._allowed)
         if not safe.startswith(self._emitted):
             # Cannot happen for the constructs above; emit nothing rather than wrong text.
             return ""
         delta = safe[len(self._emitted) :]
-        self._emitted = safe
+        self._emitted, self._emitted_raw = safe, stable
         return delta
+
+    def _cut(self) -> None:
+        """Freeze the segment before the last cut already emitted, if there is one."""
+        at = _last_cut(self._raw, end=self._emitted_raw)
+        self._next_cut = len(self._raw) + self._segment
+        if at <= 0:
+            return
+        head = neutralise_markdown(self._raw[:at], allowed_hosts=self._allowed)
+        rest = neutralise_markdown(self._raw[at : self._emitted_raw], allowed_hosts=self._allowed)
+        if self._emitted != head + rest:
+            return  # the cut would change the text: keep the segment whole
+        self._frozen.append(head)
+        self._raw = self._raw[at:]
+        self._emitted, self._emitted_raw = rest, self._emitted_raw - at
+        self._next_cut = len(self._raw) + self._segment
+
+
+def _last_cut(raw: str, *, end: int) -> int:
+    """Return the last position of ``raw[:end]`` that no construct spans (0 for none).
+
+    That is just after white space, outside any ``[`` label (unless it opened more
+    than `_MAX_LABEL` characters before) and any ``](`` destination, and not after a
+    ``]`` followed only by white space (``![a]`` + line end + ``(url)``). Escaped
+    ``[`` still count as opening, so a cut is never inside a label either way.
+    """
+    depth, opened, escaped, last = 0, 0, False, ""
+    in_destination = token = False
+    cut = 0
+    for i in range(end):
+        char = raw[i]
+        if char.isspace():
+            if in_destination and token:
+                in_destination = False  # the destination ended; a title cannot link
+            if not in_destination and last != "]" and (depth == 0 or i - opened > _MAX_LABEL):
+                cut = i + 1
+            escaped = False
+            continue
+        if in_destination:
+            token = token or char != "<"
+            in_destination = char != ")"
+        elif char == "(" and last == "]" and raw[i - 1] == "]":
+            in_destination, token = True, False
+        elif char == "[":
+            depth, opened = depth + 1, opened if depth else i
+        elif char == "]" and not escaped:
+            depth = max(0, depth - 1)
+        escaped = char == "\\" and not escaped
+        last = char
+    return cut
 
 
 def _stable_length(raw: str) -> int:

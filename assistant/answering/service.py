@@ -28,13 +28,14 @@ from assistant.answering.extractive import (
 from assistant.answering.llm import OpenAIChat
 from assistant.answering.prompt import Prompt, build_prompt
 from assistant.answering.rewrite import Completer, QueryRewriter, Rewrite
-from assistant.answering.safety import SafeStream
+from assistant.answering.safety import SafeStream, escape_markdown
 from assistant.config import Settings
 from assistant.errors import LLMError
 from assistant.protocols import ChatModel, Embedder, Searcher
 from assistant.tokens import Tokenizer, get_tokenizer
 from assistant.types import (
     ANONYMOUS,
+    HEADING_SEPARATOR,
     MAX_TURN_CHARS,
     MAX_TURNS,
     Answer,
@@ -56,6 +57,7 @@ FALLBACK_NOTE = "The language model could not be reached, so this answer quotes 
 FALLBACK_LABEL = "Extracted passages (the language model could not be reached):"
 # Produces the offline answer instead: its deltas, mode, prompt and search result.
 Fallback = Callable[[], tuple[Iterator[str], str, Prompt | None, SearchResult]]
+STREAM_FAILED = "The answer stopped because of an unexpected error; try again."
 
 
 class AnswerRun:
@@ -132,6 +134,11 @@ class AnswerRun:
                 self.error = str(exc)
                 return
             yield from self._answer_offline(exc)
+        except Exception:
+            # No producer failure may end the chat or its session: the partial
+            # answer and its sources stay, with a note (details in the log).
+            logger.exception("the answer stream failed")
+            self.error = STREAM_FAILED
 
     def _answer_offline(self, exc: LLMError) -> Iterator[str]:
         """Answer from the passages when the model fails before its first word.
@@ -424,11 +431,16 @@ def no_match_message(hits: Sequence[Hit], *, reason: str = "") -> str:
         hits: The closest sections, listed so the user can look for themselves.
         reason: Why, in plain words (`SearchResult.no_match_reason`), or "".
     """
-    why = f" ({reason})" if reason else ""
+    why = f" ({escape_markdown(reason)})" if reason else ""
     if not hits:
         return f"{NO_MATCH_OPENING}{why}. {NO_MATCH_OUTRO}"
     intro = f"{NO_MATCH_OPENING}{why}, so I will not guess. The closest sections I found are:"
-    lines = [f"- {hit.title}: {hit.chunk.breadcrumb}" for hit in hits[:5]]
+    # Titles and headings are document text: shown as text, never as Markdown.
+    lines = [
+        f"- {escape_markdown(hit.title)}: {HEADING_SEPARATOR.join(map(escape_markdown, path))}"
+        for hit in hits[:5]
+        for path in [hit.chunk.heading_path]
+    ]
     return "\n".join([intro, "", *lines, "", NO_MATCH_OUTRO])
 
 

@@ -360,18 +360,24 @@ class ChromaIndex:
         return str(metadata.get("generation", "0"))
 
     def load_snapshot(self) -> IndexSnapshot:
-        """Read every chunk and vector into memory."""
+        """Read every chunk and vector into memory, one version of each document.
+
+        A run killed mid-write can leave a document's new chunks next to stale
+        ones of its old version (or part of a removed one); only the rows that
+        agree with the document's first chunk are served (`_one_version`).
+        """
         generation = self.generation()
-        chunks: list[Chunk] = []
-        vectors: list[Any] = []
+        rows = [
+            (decode_chunk(row_id, text, metadata), vector, metadata)
+            for row_id, (text, vector), metadata in self._pages(
+                include=["documents", "metadatas", "embeddings"]
+            )
+        ]
+        rows = _one_version(rows, location=self.location)
+        rows.sort(key=lambda row: (row[0].source, row[0].ordinal))
         docs: dict[str, DocMeta] = {}
         roots: dict[str, str] = {}
-        for row_id, (text, vector), metadata in self._pages(
-            include=["documents", "metadatas", "embeddings"]
-        ):
-            chunk = decode_chunk(row_id, text, metadata)
-            chunks.append(chunk)
-            vectors.append(vector)
+        for chunk, _, metadata in rows:
             if chunk.source not in docs:
                 docs[chunk.source] = decode_doc_meta(metadata)
                 roots[chunk.source] = str(metadata.get("root", ""))
@@ -379,12 +385,11 @@ class ChromaIndex:
                 # Chunks of one document that disagree (a half-written document, a
                 # damaged row): the whole document is restricted to administrators.
                 docs[chunk.source] = replace(docs[chunk.source], audience=ADMIN_ONLY)
-        order = sorted(range(len(chunks)), key=lambda i: (chunks[i].source, chunks[i].ordinal))
-        matrix = np.asarray(vectors, dtype=np.float32).reshape(-1, self.dimension)
+        matrix = np.asarray([vector for _, vector, _ in rows], dtype=np.float32)
         return IndexSnapshot(
             generation=generation,
-            chunks=tuple(chunks[i] for i in order),
-            vectors=matrix[order] if order else matrix,
+            chunks=tuple(chunk for chunk, _, _ in rows),
+            vectors=matrix.reshape(-1, self.dimension),
             docs=docs,
             roots=roots,
         )
@@ -409,6 +414,35 @@ class ChromaIndex:
             if len(ids) < _READ_PAGE:
                 return
             offset += _READ_PAGE
+
+
+_Row = tuple[Chunk, Any, dict[str, MetadataValue]]
+
+
+def _one_version(rows: list[_Row], *, location: str) -> list[_Row]:
+    """Return the rows of each document's current version: those its first chunk describes.
+
+    Chunk IDs are ``source#ordinal``, so a new version overwrites the old one's
+    first rows and deletes the rest afterwards. A row is served only when its
+    ``doc_key`` is that of ordinal 0 and its ordinal is below that row's
+    ``chunk_count``; a document without its first chunk was being removed.
+    """
+    heads = {chunk.source: metadata for chunk, _, metadata in rows if chunk.ordinal == 0}
+    kept = [
+        row
+        for row in rows
+        if (head := heads.get(row[0].source)) is not None
+        and row[2].get("doc_key") == head.get("doc_key")
+        and row[0].ordinal < int(head.get("chunk_count", 0))
+    ]
+    if len(kept) < len(rows):
+        logger.warning(
+            "the last ingest of %s did not finish: %d stale chunks are not served; "
+            "run ingest.py again to repair the index",
+            location,
+            len(rows) - len(kept),
+        )
+    return kept
 
 
 def forget_cached_clients() -> None:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from urllib.parse import quote
 
 from assistant.answering.citations import defuse_markers
+from assistant.answering.safety import escape_markdown
 from assistant.types import MAX_TURN_CHARS, MAX_TURNS, Answer, Hit, Turn
 from assistant.web.passages import cited_passages
 from assistant.web.plain import plain_text
@@ -29,14 +30,6 @@ __all__ = [
 ]
 
 SNIPPET_CHARS = 320
-
-# Characters that can start Markdown links, images, emphasis, code, headings or tables.
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]()#!|~])")
-# At the start of a line these begin a list item or a setext underline.
-_LINE_START_MARK = re.compile(r"^(\s*)([-+=]|\d+\.)", re.MULTILINE)
-_AUTOLINK = re.compile(r"(?<=[A-Za-z]):(?=//)|(?<=\bwww)\.|@", re.IGNORECASE)
-# Any run of white space holding a line break (str.splitlines' set, CR LF included).
-_LINE_BREAK = re.compile(r"\s*[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]\s*")
 
 
 def history_to_turns(
@@ -112,28 +105,6 @@ def _content_text(content: object, *, max_chars: int) -> str:
         if size >= max_chars:
             break
     return "\n".join(pieces)
-
-
-def escape_markdown(text: str) -> str:
-    """Return ``text`` as inert Markdown: HTML escaped, Markdown syntax backslashed.
-
-    Document text shown in the chat (titles, snippets) must not create links,
-    images or HTML; after escaping it renders as the literal characters. It is
-    always shown inline, so line breaks become spaces: a multi-line title must
-    not spill into paragraphs of its own.
-    """
-    text = _LINE_BREAK.sub(" ", text)
-    html_safe = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    escaped = _MD_SPECIAL.sub(r"\\\1", html_safe)
-    # The chat's renderer also links bare URLs, www. hosts and e-mail addresses
-    # (GFM autolinks); a backslash before ":", "." or "@" keeps them plain text.
-    escaped = _AUTOLINK.sub(lambda m: "\\" + m[0], escaped)
-    return _LINE_START_MARK.sub(lambda m: m[1] + _escape_mark(m[2]), escaped)
-
-
-def _escape_mark(mark: str) -> str:
-    # "1." becomes "1\." (the number stays); "-", "+" and "=" get a backslash.
-    return mark[:-1] + "\\." if mark.endswith(".") else "\\" + mark
 
 
 def doc_link(hit: Hit, *, base: str = "/doc/", passage: str = "") -> str:
