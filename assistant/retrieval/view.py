@@ -3,11 +3,17 @@
 `SearchView` holds the BM25 index, each row's source as an integer column (so
 filters are boolean masks, not Chroma ``where`` clauses), the rows of each
 section for small-to-big expansion, and which documents are superseded.
+
+A view can also stand for a newer generation than its snapshot's: `SearchView.masked`
+shares every structure and masks out the rows a later ingest wrote or deleted,
+so a reader serves at once without them while the patched view is built
+(`assistant.retrieval.freshness`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -34,6 +40,29 @@ class SearchView:
     sections: dict[SectionKey, list[int]]
     replaced_by: dict[str, frozenset[str]]
     section_cache: dict[SectionKey, SectionText] = field(default_factory=dict)
+    row_of: dict[str, int] = field(default_factory=dict)
+    # The generation this view answers for; newer than the snapshot's when rows are masked.
+    generation: str = ""
+    # Rows that may be served (None: all): False for rows a newer ingest wrote or deleted.
+    live: npt.NDArray[np.bool_] | None = None
+
+    @property
+    def pending(self) -> bool:
+        """Return whether this view masks rows of a newer generation it does not hold yet."""
+        return self.generation != self.snapshot.generation
+
+    def masked(self, chunk_ids: Iterable[str], *, generation: str) -> SearchView:
+        """Return this view for ``generation``, without the rows of ``chunk_ids``.
+
+        Cheap (the structures are shared): it is what a question gets while
+        the view of the new generation is built in the background.
+        """
+        live = np.ones(len(self.snapshot.chunks), dtype=np.bool_)
+        if self.live is not None:
+            live = self.live.copy()
+        rows = [self.row_of[c] for c in chunk_ids if c in self.row_of]
+        live[np.asarray(rows, dtype=np.int64)] = False
+        return replace(self, live=live, generation=generation)
 
     @classmethod
     def build(cls, snapshot: IndexSnapshot) -> SearchView:
@@ -53,12 +82,14 @@ class SearchView:
             source_ids=np.array([position[c.source] for c in snapshot.chunks], dtype=np.int32),
             sections=sections,
             replaced_by=superseded_by(snapshot.docs),
+            row_of={c.chunk_id: row for row, c in enumerate(snapshot.chunks)},
+            generation=snapshot.generation,
         )
 
     def mask(self, filters: SearchFilters | None) -> npt.NDArray[np.bool_] | None:
-        """Return the eligible rows, or None when nothing is filtered."""
+        """Return the eligible rows, or None when nothing is filtered or masked."""
         if filters is None or filters == SearchFilters():
-            return None
+            return self.live
         wanted = set(filters.tags)
         allowed = np.ones(len(self.sources), dtype=np.bool_)
         for i, source in enumerate(self.sources):
@@ -71,7 +102,7 @@ class SearchView:
                 and (not filters.date_to or (bool(date) and date[:10] <= filters.date_to))
             )
         result: npt.NDArray[np.bool_] = allowed[self.source_ids]
-        return result
+        return result if self.live is None else result & self.live
 
     def section_text(self, chunk: Chunk, *, tokenizer: Tokenizer) -> SectionText:
         """Return the (cached) section around ``chunk``, for small-to-big windows."""
