@@ -32,9 +32,6 @@ __all__ = ["FreshViews"]
 logger = logging.getLogger(__name__)
 
 _RETRY_S = 1.0
-# How long the question that first sees a new generation waits for its view:
-# enough to patch a small index, well under the 100 ms a question may wait.
-_PATIENCE_S = 0.06
 
 
 class FreshViews:
@@ -67,25 +64,26 @@ class FreshViews:
             if view.pending:
                 self._ensure_worker()
             return view
-        advanced = False
         with self._lock:
             view = self._view
             if view is None or view.generation != generation:
                 view = self._advance(view, generation)
                 self._view = view
-                advanced = True
         if view.pending:
             self._ensure_worker()
-            if advanced:
-                view = self._wait(view)
         return view
 
-    def _wait(self, masked: SearchView) -> SearchView:
-        """Give the refresh a moment: a small index is patched before the question runs."""
-        with self._published:
-            self._published.wait_for(lambda: self._view is not masked, timeout=_PATIENCE_S)
-            view = self._view
-        return view if view is not None else masked
+    def wait(self, timeout: float) -> bool:
+        """Wait until the view holds every row of the committed generation; False on timeout."""
+        deadline = time.monotonic() + timeout
+        while not self.settled():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            self.current()
+            with self._published:
+                self._published.wait(timeout=min(remaining, 0.05))
+        return True
 
     def settled(self) -> bool:
         """Return whether the view holds every row of the committed generation."""
@@ -132,7 +130,10 @@ class FreshViews:
         if served is None or not served.pending:
             return False
         base = served.snapshot
-        built = self._build(self._reader.snapshot())  # patched, or reloaded when it cannot be
+        snapshot = self._reader.snapshot()  # patched, or reloaded when it cannot be
+        built = served.patched(snapshot) if snapshot.generation != base.generation else None
+        if built is None:
+            built = self._build(snapshot)
         with self._lock:
             if self._view is None or self._view.snapshot is not base:
                 return True  # replaced meanwhile (a full reload on the question path)

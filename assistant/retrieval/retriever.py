@@ -178,6 +178,7 @@ class Retriever:
     def _restrict(self, run: _Run) -> None:
         """Step 1: the rows the filters allow (None: every row)."""
         run.mask = run.view.mask(run.filters)
+        run.trace.append(f"index: generation {run.view.generation}")
         if run.view.pending and run.view.live is not None:
             masked = int(run.view.live.size - run.view.live.sum())
             run.trace.append(

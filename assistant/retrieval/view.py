@@ -20,13 +20,17 @@ import numpy.typing as npt
 
 from assistant.retrieval.expansion import SectionKey, SectionText, section_key
 from assistant.retrieval.fusion import superseded_by
-from assistant.retrieval.lexical import FieldedLexicalIndex, path_words
+from assistant.retrieval.lexical import FieldedLexicalIndex, PatchedLexicalIndex, path_words
 from assistant.tokens import Tokenizer
 from assistant.types import Chunk, DocMeta, IndexSnapshot, SearchFilters
 
 __all__ = ["SearchView", "dense_scores", "title_field"]
 
 _SECTION_CACHE = 4096
+Lexical = FieldedLexicalIndex | PatchedLexicalIndex
+# Rows scored outside bm25s (`PatchedLexicalIndex`) before a full BM25 build: each
+# costs a question a few microseconds per query term.
+_MAX_ADDED = 2000
 
 
 @dataclass(slots=True)
@@ -34,7 +38,7 @@ class SearchView:
     """Structures derived from one snapshot generation (rebuilt when it changes)."""
 
     snapshot: IndexSnapshot
-    lexical: FieldedLexicalIndex
+    lexical: Lexical
     sources: tuple[str, ...]
     source_ids: npt.NDArray[np.int32]
     sections: dict[SectionKey, list[int]]
@@ -65,8 +69,13 @@ class SearchView:
         return replace(self, live=live, generation=generation)
 
     @classmethod
-    def build(cls, snapshot: IndexSnapshot) -> SearchView:
+    def build(cls, snapshot: IndexSnapshot, *, lexical: Lexical | None = None) -> SearchView:
         """Derive the structures from ``snapshot`` (BM25 indexing dominates the cost)."""
+        if lexical is None:
+            lexical = FieldedLexicalIndex(
+                [c.text for c in snapshot.chunks],
+                [title_field(c, snapshot.docs.get(c.source)) for c in snapshot.chunks],
+            )
         sources = tuple(sorted({c.source for c in snapshot.chunks} | set(snapshot.docs)))
         position = {s: i for i, s in enumerate(sources)}
         sections: dict[SectionKey, list[int]] = {}
@@ -74,10 +83,7 @@ class SearchView:
             sections.setdefault(section_key(chunk), []).append(row)
         return cls(
             snapshot=snapshot,
-            lexical=FieldedLexicalIndex(
-                [c.text for c in snapshot.chunks],
-                [title_field(c, snapshot.docs.get(c.source)) for c in snapshot.chunks],
-            ),
+            lexical=lexical,
             sources=sources,
             source_ids=np.array([position[c.source] for c in snapshot.chunks], dtype=np.int32),
             sections=sections,
@@ -85,6 +91,31 @@ class SearchView:
             row_of={c.chunk_id: row for row, c in enumerate(snapshot.chunks)},
             generation=snapshot.generation,
         )
+
+    def patched(self, snapshot: IndexSnapshot) -> SearchView | None:
+        """Return the view of ``snapshot``, a patch of this view's, without a BM25 rebuild.
+
+        Rows whose chunk is the very object of this snapshot's row keep their BM25
+        row; the others are scored as added rows (`PatchedLexicalIndex`). None
+        when too many rows were added since the last full build: build afresh.
+        """
+        lexical = self.lexical
+        root = lexical.root if isinstance(lexical, PatchedLexicalIndex) else lexical
+        earlier = lexical.root_rows if isinstance(lexical, PatchedLexicalIndex) else None
+        old_chunks = self.snapshot.chunks
+        rows = np.full(len(snapshot.chunks), -1, dtype=np.int64)
+        texts: list[str] = []
+        titles: list[str] = []
+        for row, chunk in enumerate(snapshot.chunks):
+            old = self.row_of.get(chunk.chunk_id)
+            if old is not None and old_chunks[old] is chunk:
+                rows[row] = old if earlier is None else earlier[old]
+            if rows[row] < 0:
+                texts.append(chunk.text)
+                titles.append(title_field(chunk, snapshot.docs.get(chunk.source)))
+        if len(texts) > _MAX_ADDED:
+            return None
+        return SearchView.build(snapshot, lexical=PatchedLexicalIndex(root, rows, texts, titles))
 
     def mask(self, filters: SearchFilters | None) -> npt.NDArray[np.bool_] | None:
         """Return the eligible rows, or None when nothing is filtered or masked."""
