@@ -424,6 +424,45 @@ class ChromaIndex:
         changes = decode_changes(str(rows["documents"][0]))
         return changes if changes is not None and changes.generation == generation else None
 
+    def read_lease(self) -> tuple[str, float] | None:
+        """Return the writer lease on the server (holder, expiry as a Unix time), if any."""
+        try:
+            rows = self._leases().get(ids=["lease"], include=["metadatas"])
+        except _FAILURES as exc:
+            raise self._failure("reading the writer lease of", exc) from exc
+        if not rows["ids"]:
+            return None
+        metadata = rows["metadatas"][0] or {}
+        return str(metadata.get("holder", "")), float(metadata.get("expires", 0.0))
+
+    def write_lease(self, holder: str, expires: float) -> None:
+        """Record ``holder`` as the writer until ``expires`` (a Unix time)."""
+        try:
+            self._leases().upsert(
+                ids=["lease"],
+                embeddings=[[1.0]],
+                metadatas=[{"holder": holder, "expires": expires}],
+            )
+        except _FAILURES as exc:
+            raise self._failure("writing the writer lease of", exc) from exc
+
+    def delete_lease(self) -> None:
+        """Remove the writer lease."""
+        try:
+            self._leases().delete(ids=["lease"])
+        except _FAILURES as exc:
+            raise self._failure("releasing the writer lease of", exc) from exc
+
+    def _leases(self) -> Any:
+        with _client_lock:
+            client = _make_client(self.settings)
+            try:
+                return client.get_or_create_collection(
+                    f"{self.settings.collection}-lease", embedding_function=None
+                )
+            except _FAILURES as exc:
+                raise self._failure("opening the writer lease of", exc) from exc
+
     def committed(self) -> tuple[str, bool]:
         """Return the generation the collection says was committed, and whether it is clean.
 

@@ -17,6 +17,7 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -28,7 +29,7 @@ from assistant.documents.loading import check_file, discover, load_document, rea
 from assistant.errors import DocumentError, EmptyDocumentError
 from assistant.index.chroma import ChromaIndex
 from assistant.index.codec import encode_chunk
-from assistant.index.lock import writer_lock
+from assistant.index.lock import writer_lease, writer_lock
 from assistant.index.plan import Candidate, IngestPlan, doc_key, is_whole, key_of, make_plan
 from assistant.protocols import Embedder
 from assistant.tokens import Tokenizer, get_tokenizer
@@ -124,7 +125,10 @@ def ingest(
     resolved = [root.resolve() for root in roots]
     if dry_run:
         return _execute(run, resolved, dry_run=True, prune=prune, strict=strict)
-    with writer_lock(settings.store.path, wait=wait):
+    with writer_lock(settings.store.path, wait=wait), ExitStack() as stack:
+        if settings.store.is_remote:
+            # The lock file guards one machine; the lease guards the server.
+            stack.enter_context(writer_lease(index, wait=wait))
         if rebuild:
             index.drop()
         return _execute(run, resolved, dry_run=False, prune=prune, strict=strict)
