@@ -311,6 +311,12 @@ def build_store(path: Path, n: int) -> None:
     ingest([docs], settings=settings, embedder=embedder)
 
 
+def store_marker(path: Path) -> str:
+    """Return the quorum the stored version of the edited document states."""
+    text = (path / "docs" / EDITED).read_text()
+    return text.split("board is ")[1].split(" members")[0]
+
+
 def edit_child(path: Path, marker: str) -> None:
     """The second process: edit the real document and run the ingest."""
     docs = path / "docs"
@@ -341,7 +347,7 @@ def bench_store_chroma(path: Path, qs: list[str]) -> None:
     print(f"  chroma top-5, unfiltered        {percentiles(timed(query, 100))}")
 
 
-def bench_refresh(path: Path, n: int, *, incremental: bool, marker: str) -> None:
+def bench_refresh(path: Path, *, incremental: bool, old_marker: str, marker: str) -> None:
     settings = store_settings(path)
     reader = IndexReader(
         settings.store, embedder_identity="bench:random", dimension=DIM, incremental=incremental
@@ -391,7 +397,7 @@ def bench_refresh(path: Path, n: int, *, incremental: bool, marker: str) -> None
             waits.append(took)
             texts = " ".join(h.chunk.text for h in result.hits)
             # Once the new generation is seen, the old version is never served.
-            stale += EDIT_TEXT.split("{marker}")[0].strip() in texts and marker not in texts
+            stale += f"is {old_marker} members" in texts
             if fresh_at is None and i % 2 and marker in texts:
                 fresh_at = time.perf_counter()
         if fresh_at is not None and child.poll() is not None and retriever.refreshed():
@@ -424,8 +430,9 @@ def main() -> None:
         path = args.store or Path(tempfile.gettempdir()) / f"bench-refresh-{args.refresh}"
         print(f"\nfreshness at {args.refresh} chunks ({path})")
         build_store(path, args.refresh)
-        bench_refresh(path, args.refresh, incremental=True, marker="nine")
-        bench_refresh(path, args.refresh, incremental=False, marker="eleven")
+        old = store_marker(path)
+        bench_refresh(path, incremental=True, old_marker=old, marker=f"{old}-and-nine")
+        bench_refresh(path, incremental=False, old_marker=f"{old}-and-nine", marker="eleven")
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"\npeak RSS {peak:.0f} MB")
         return
