@@ -31,6 +31,7 @@ __all__ = [
     "Feedback",
     "GoldEntry",
     "Hit",
+    "IndexChanges",
     "IndexSnapshot",
     "Problem",
     "SearchFilters",
@@ -488,3 +489,26 @@ class DocumentChange:
     new_effective_date: str = ""
     old_version: str = ""
     new_version: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class IndexChanges:
+    """What one committed ingest changed, recorded with its generation.
+
+    ``previous`` is the generation the ingest started from, or "" when that is
+    unknown (a rebuild, or a run after one that died mid-write): a reader then
+    cannot patch its snapshot and reloads in full. ``documents`` maps each
+    written or removed source to ``added``, ``changed`` or ``removed``;
+    ``upserted`` and ``deleted`` are the chunk IDs written and deleted.
+    """
+
+    generation: str
+    previous: str
+    documents: Mapping[str, str]
+    upserted: tuple[str, ...]
+    deleted: tuple[str, ...]
+
+    @property
+    def affected(self) -> frozenset[str]:
+        """Return every chunk ID whose stored row this ingest wrote or deleted."""
+        return frozenset(self.upserted) | frozenset(self.deleted)

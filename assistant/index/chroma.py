@@ -49,6 +49,13 @@ from assistant.index.codec import (
     decode_chunk,
     decode_doc_meta,
 )
+from assistant.index.commits import (
+    KEEP_RECORDS,
+    decode_changes,
+    encode_changes,
+    read_change_file,
+    write_change_file,
+)
 from assistant.index.files import (
     damage_hint,
     describe_location,
@@ -56,9 +63,19 @@ from assistant.index.files import (
     read_generation,
     write_generation,
 )
-from assistant.types import Chunk, DocMeta, IndexSnapshot, StoredDocument, chunk_id
+from assistant.types import (
+    Chunk,
+    DocMeta,
+    IndexChanges,
+    IndexSnapshot,
+    StoredDocument,
+    chunk_id,
+)
 
 __all__ = ["ChromaIndex", "forget_cached_clients"]
+
+# One stored row as read: its ID, (text, vector) when asked for, and its metadata.
+_Row = tuple[str, Any, dict[str, MetadataValue]]
 
 logger = logging.getLogger(__name__)
 
@@ -114,6 +131,10 @@ class ChromaIndex:
         self.embedder_identity = embedder_identity
         self.dimension = dimension
         self._collection: Any = None
+        # The generation a write started from, "" when the store's state before it is
+        # unknown (dropped, or the last writer died): readers then cannot patch.
+        self._base = ""
+        self._dropped = False
 
     @property
     def location(self) -> str:
@@ -217,6 +238,8 @@ class ChromaIndex:
                     raise self._failure("dropping", exc) from exc
                 self._delete_store(exc)
         self._collection = None
+        self._base = ""
+        self._dropped = True
         logger.info("dropped the index at %s", self.location)
 
     def _delete_store(self, cause: BaseException) -> None:
@@ -311,7 +334,10 @@ class ChromaIndex:
     def begin_write(self) -> None:
         """Mark the index as being written until `commit`, so a run that dies is noticed."""
         collection = self._open(create=True)
-        generation = str((collection.metadata or {}).get("generation", "0"))
+        metadata = collection.metadata or {}
+        generation = str(metadata.get("generation", "0"))
+        clean = metadata.get("state") == _CLEAN and not self._dropped
+        self._base = generation if clean else ""
         self._set_metadata(generation=generation, state=_WRITING)
 
     def mark_clean(self) -> None:
@@ -319,15 +345,147 @@ class ChromaIndex:
         collection = self._open(create=True)
         metadata = collection.metadata or {}
         if metadata.get("state") != _CLEAN:
-            self._set_metadata(generation=str(metadata.get("generation", "0")), state=_CLEAN)
+            # The run that died may have written rows no generation announced: publish
+            # one with no change record, so running readers reload in full.
+            self._base = ""
+            self.commit()
 
-    def commit(self) -> str:
-        """Publish a new generation so running readers reload, mark it clean; return it."""
+    def commit(
+        self,
+        *,
+        documents: dict[str, str] | None = None,
+        upserted: Sequence[str] = (),
+        deleted: Sequence[str] = (),
+    ) -> str:
+        """Publish a new generation so running readers refresh, mark it clean; return it.
+
+        What the write changed is recorded first (`assistant.index.commits`), so a
+        reader that sees the new generation finds its record. Without ``documents``
+        the record says nothing is known and readers reload in full.
+        """
         generation = f"{time.time_ns():x}-{os.getpid():x}"
+        changes = IndexChanges(
+            generation=generation,
+            previous=self._base if documents is not None else "",
+            documents=dict(documents or {}),
+            upserted=tuple(upserted),
+            deleted=tuple(deleted),
+        )
+        self._record(changes)
         self._set_metadata(generation=generation, state=_CLEAN)
         if not self.settings.is_remote:
             write_generation(self.settings, generation)
+        self._base = generation
         return generation
+
+    def _record(self, changes: IndexChanges) -> None:
+        if not self.settings.is_remote:
+            try:
+                write_change_file(self.settings, changes)
+            except OSError as exc:
+                raise self._failure("recording the changes of", exc) from exc
+            return
+        log = self._log()
+        try:
+            log.upsert(
+                ids=[changes.generation],
+                documents=[encode_changes(changes)],
+                embeddings=[[1.0]],
+                metadatas=[{"previous": changes.previous, "at": time.time()}],
+            )
+            self._prune_log(log)
+        except _FAILURES as exc:
+            raise self._failure("recording the changes of", exc) from exc
+
+    def _log(self) -> Any:
+        """Return the server's side collection of change records (created on first use)."""
+        with _client_lock:
+            client = _make_client(self.settings)
+            try:
+                return client.get_or_create_collection(
+                    f"{self.settings.collection}-log", embedding_function=None
+                )
+            except _FAILURES as exc:
+                raise self._failure("opening the change log of", exc) from exc
+
+    def _prune_log(self, log: Any) -> None:
+        rows = log.get(include=["metadatas"])
+        if len(rows["ids"]) <= KEEP_RECORDS:
+            return
+        order = sorted(
+            zip(rows["ids"], rows["metadatas"], strict=True),
+            key=lambda pair: float(pair[1].get("at", 0.0)),
+        )
+        log.delete(ids=[row_id for row_id, _ in order[:-KEEP_RECORDS]])
+
+    def change_record(self, generation: str) -> IndexChanges | None:
+        """Return what the ingest that committed ``generation`` changed, None if unknown."""
+        if not self.settings.is_remote:
+            return read_change_file(self.settings, generation)
+        try:
+            rows = self._log().get(ids=[generation], include=["documents"])
+        except (StoreError, *_FAILURES) as exc:
+            logger.warning("cannot read the change log of %s: %s", self.location, exc)
+            return None
+        if not rows["ids"]:
+            return None
+        changes = decode_changes(str(rows["documents"][0]))
+        return changes if changes is not None and changes.generation == generation else None
+
+    def read_lease(self) -> tuple[str, float] | None:
+        """Return the writer lease on the server (holder, expiry as a Unix time), if any."""
+        try:
+            rows = self._leases().get(ids=["lease"], include=["metadatas"])
+        except _FAILURES as exc:
+            raise self._failure("reading the writer lease of", exc) from exc
+        if not rows["ids"]:
+            return None
+        metadata = rows["metadatas"][0] or {}
+        return str(metadata.get("holder", "")), float(metadata.get("expires", 0.0))
+
+    def write_lease(self, holder: str, expires: float) -> None:
+        """Record ``holder`` as the writer until ``expires`` (a Unix time)."""
+        try:
+            self._leases().upsert(
+                ids=["lease"],
+                embeddings=[[1.0]],
+                metadatas=[{"holder": holder, "expires": expires}],
+            )
+        except _FAILURES as exc:
+            raise self._failure("writing the writer lease of", exc) from exc
+
+    def delete_lease(self) -> None:
+        """Remove the writer lease."""
+        try:
+            self._leases().delete(ids=["lease"])
+        except _FAILURES as exc:
+            raise self._failure("releasing the writer lease of", exc) from exc
+
+    def _leases(self) -> Any:
+        with _client_lock:
+            client = _make_client(self.settings)
+            try:
+                return client.get_or_create_collection(
+                    f"{self.settings.collection}-lease", embedding_function=None
+                )
+            except _FAILURES as exc:
+                raise self._failure("opening the writer lease of", exc) from exc
+
+    def committed(self) -> tuple[str, bool]:
+        """Return the generation the collection says was committed, and whether it is clean.
+
+        Read afresh from the store, so a reader can check that no write began
+        while it was reading rows.
+        """
+        with _client_lock:
+            client = _make_client(self.settings)
+            try:
+                metadata = client.get_collection(self.settings.collection).metadata or {}
+            except NotFoundError as exc:
+                raise IndexNotFoundError(f"no index at {self.location}") from exc
+            except _FAILURES as exc:
+                raise self._failure("reading", exc) from exc
+        return str(metadata.get("generation", "0")), metadata.get("state") == _CLEAN
 
     def republish(self) -> None:
         """Make ``INDEX/generation`` say the committed generation, if it does not.
@@ -367,17 +525,44 @@ class ChromaIndex:
         agree with the document's first chunk are served (`_one_version`).
         """
         generation = self.generation()
-        rows = [
+        return self._snapshot_of(
+            generation,
+            self._pages(include=["documents", "metadatas", "embeddings"]),
+            one_version=True,
+        )
+
+    def load_rows(self, ids: Sequence[str]) -> IndexSnapshot:
+        """Read the rows with these IDs (unknown ones are absent) as a partial snapshot."""
+        return self._snapshot_of("", self._rows_by_id(ids))
+
+    def _rows_by_id(self, ids: Sequence[str]) -> Iterator[_Row]:
+        collection = self._open(create=False)
+        wanted = list(ids)
+        for start in range(0, len(wanted), _READ_PAGE):
+            try:
+                page = collection.get(
+                    ids=wanted[start : start + _READ_PAGE],
+                    include=["documents", "metadatas", "embeddings"],
+                )
+            except _FAILURES as exc:
+                raise self._failure("reading", exc) from exc
+            for i, row_id in enumerate(page["ids"]):
+                payload = (page["documents"][i], page["embeddings"][i])
+                yield row_id, payload, page["metadatas"][i]
+
+    def _snapshot_of(
+        self, generation: str, rows: Iterator[_Row], *, one_version: bool = False
+    ) -> IndexSnapshot:
+        decoded = [
             (decode_chunk(row_id, text, metadata), vector, metadata)
-            for row_id, (text, vector), metadata in self._pages(
-                include=["documents", "metadatas", "embeddings"]
-            )
+            for row_id, (text, vector), metadata in rows
         ]
-        rows = _one_version(rows, location=self.location)
-        rows.sort(key=lambda row: (row[0].source, row[0].ordinal))
+        if one_version:
+            decoded = _one_version(decoded, location=self.location)
+        decoded.sort(key=lambda row: (row[0].source, row[0].ordinal))
         docs: dict[str, DocMeta] = {}
         roots: dict[str, str] = {}
-        for chunk, _, metadata in rows:
+        for chunk, _, metadata in decoded:
             if chunk.source not in docs:
                 docs[chunk.source] = decode_doc_meta(metadata)
                 roots[chunk.source] = str(metadata.get("root", ""))
@@ -385,10 +570,10 @@ class ChromaIndex:
                 # Chunks of one document that disagree (a half-written document, a
                 # damaged row): the whole document is restricted to administrators.
                 docs[chunk.source] = replace(docs[chunk.source], audience=ADMIN_ONLY)
-        matrix = np.asarray([vector for _, vector, _ in rows], dtype=np.float32)
+        matrix = np.asarray([vector for _, vector, _ in decoded], dtype=np.float32)
         return IndexSnapshot(
             generation=generation,
-            chunks=tuple(chunk for chunk, _, _ in rows),
+            chunks=tuple(chunk for chunk, _, _ in decoded),
             vectors=matrix.reshape(-1, self.dimension),
             docs=docs,
             roots=roots,
@@ -416,10 +601,10 @@ class ChromaIndex:
             offset += _READ_PAGE
 
 
-_Row = tuple[Chunk, Any, dict[str, MetadataValue]]
+_Decoded = tuple[Chunk, Any, dict[str, MetadataValue]]
 
 
-def _one_version(rows: list[_Row], *, location: str) -> list[_Row]:
+def _one_version(rows: list[_Decoded], *, location: str) -> list[_Decoded]:
     """Return the rows of each document's current version: those its first chunk describes.
 
     Chunk IDs are ``source#ordinal``, so a new version overwrites the old one's

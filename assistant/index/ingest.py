@@ -17,6 +17,7 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -31,7 +32,7 @@ from assistant.errors import DocumentError, EmptyDocumentError
 from assistant.index.changes import SectionState, post_changes, record_changes, section_state
 from assistant.index.chroma import ChromaIndex
 from assistant.index.codec import encode_chunk
-from assistant.index.lock import writer_lock
+from assistant.index.lock import writer_lease, writer_lock
 from assistant.index.plan import Candidate, IngestPlan, doc_key, is_whole, key_of, make_plan
 from assistant.protocols import Embedder
 from assistant.tokens import Tokenizer, get_tokenizer
@@ -94,6 +95,10 @@ class _Run:
     changes: tuple[DocumentChange, ...] = ()
     embedded: int = 0
     estimate: _ChunkEstimate = field(default_factory=lambda: _ChunkEstimate(0))
+    # What this run changed, for the change record readers patch their snapshots from.
+    documents: dict[str, str] = field(default_factory=dict)
+    upserted: list[str] = field(default_factory=list)
+    deleted_ids: list[str] = field(default_factory=list)
 
     def timed(self, stage: str, started: float) -> None:
         self.timings[stage] = self.timings.get(stage, 0.0) + time.perf_counter() - started
@@ -142,7 +147,10 @@ def ingest(
     resolved = [root.resolve() for root in roots]
     if dry_run:
         return _execute(run, resolved, dry_run=True, prune=prune, strict=strict)
-    with writer_lock(settings.store.path, wait=wait):
+    with writer_lock(settings.store.path, wait=wait), ExitStack() as stack:
+        if settings.store.is_remote:
+            # The lock file guards one machine; the lease guards the server.
+            stack.enter_context(writer_lease(index, wait=wait))
         if rebuild:
             index.drop()
         report = _execute(run, resolved, dry_run=False, prune=prune, strict=strict)
@@ -188,7 +196,7 @@ def _execute(
     _remove(run, plan)
     _remove_skipped(run, stored_ids)
     if plan.to_process or plan.removed:
-        run.index.commit()
+        run.index.commit(documents=run.documents, upserted=run.upserted, deleted=run.deleted_ids)
     else:
         run.index.republish()
     _record_changes(run, plan, stored_ids)
@@ -439,6 +447,8 @@ def _write_all(
         offset = 0
         for item in group:
             count = len(item.chunks)
+            source = item.candidate.source
+            run.documents[source] = "changed" if source in stored_ids else "added"
             _write_document(run, item, vectors[offset : offset + count], indexed_at=indexed_at)
             stale = stored_ids.get(item.candidate.source, frozenset()) - {
                 chunk_id(item.candidate.source, i) for i in range(count)
@@ -485,6 +495,7 @@ def _write_document(run: _Run, item: _Parsed, vectors: np.ndarray, *, indexed_at
     ]
     run.index.upsert(records, vectors)
     run.sections[item.candidate.source] = section_state(item.document)
+    run.upserted.extend(r.chunk_id for r in records)
     logger.debug("wrote %d chunks of %s", len(records), item.candidate.source)
     run.written += len(records)
     run.timed("write", started)
@@ -497,12 +508,14 @@ def _delete(run: _Run, ids: Sequence[str]) -> None:
     logger.debug("deleting %d chunks: %s ... %s", len(ids), ids[0], ids[-1])
     run.index.delete(ids)
     run.deleted += len(ids)
+    run.deleted_ids.extend(ids)
     run.timed("prune", started)
 
 
 def _remove(run: _Run, plan: IngestPlan) -> None:
     for doc in plan.removed:
         logger.info("removing %s (no longer under its root)", doc.source)
+        run.documents[doc.source] = "removed"
         _delete(run, sorted(doc.chunk_ids))
 
 
@@ -511,6 +524,7 @@ def _remove_skipped(run: _Run, stored_ids: dict[str, frozenset[str]]) -> None:
     for skipped in run.skipped:
         if stored_ids.get(skipped.source):
             logger.info("removing the stored chunks of %s (it has no text now)", skipped.source)
+            run.documents[skipped.source] = "removed"
             _delete(run, sorted(stored_ids[skipped.source]))
 
 

@@ -1,14 +1,27 @@
-"""One writer per index: a lock file next to the index.
+"""One writer per index: a lock file next to the index, and a lease on a Chroma server.
 
 Two processes writing one Chroma directory can corrupt it, so every ingest
 holds ``INDEX/ingest.lock`` for its whole run. The OS releases the lock when
 the process dies, even by SIGKILL, so a crashed ingest never blocks the next.
+
+A lock file cannot stop a second machine writing to the same Chroma server, so
+an ingest into a server also holds a lease stored on the server (`writer_lease`):
+a record of its holder and an expiry, renewed by a background thread while the
+ingest runs and deleted at its end. Another writer refuses to start while a
+live lease names someone else; a writer that dies leaves a lease that expires
+after ``LEASE_S`` seconds. Chroma has no compare-and-swap, so two writers
+starting in the same instant are told apart by writing, pausing and reading
+the lease back: the one whose record survived goes on, the other refuses.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import socket
+import threading
+import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,8 +29,13 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from assistant.errors import IndexBusyError, StoreError
+from assistant.index.chroma import ChromaIndex
 
-__all__ = ["writer_lock"]
+__all__ = ["LEASE_S", "writer_lease", "writer_lock"]
+
+LEASE_S = 60.0
+# Between writing the lease and reading it back: longer than a write's round trip.
+_SETTLE_S = 0.3
 
 logger = logging.getLogger(__name__)
 
@@ -53,3 +71,55 @@ def writer_lock(index_dir: Path, *, wait: bool) -> Iterator[None]:
         yield
     finally:
         lock.release()
+
+
+@contextmanager
+def writer_lease(index: ChromaIndex, *, wait: bool, seconds: float = LEASE_S) -> Iterator[str]:
+    """Hold the server's writer lease for the duration of the block; yield the holder name.
+
+    Raises:
+        IndexBusyError: Another live lease is held and ``wait`` is false.
+        StoreError: The server cannot be reached.
+    """
+    holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    while not _take(index, holder, seconds):
+        if not wait:
+            current = index.read_lease()
+            who = current[0] if current else "another writer"
+            raise IndexBusyError(
+                f"another ingest ({who}) is writing to {index.location}; wait for it to "
+                "finish (or pass --wait to queue behind it)"
+            )
+        time.sleep(1.0)
+    stop = threading.Event()
+    renewer = threading.Thread(
+        target=_renew, args=(index, holder, seconds, stop), name="lease-renewal", daemon=True
+    )
+    renewer.start()
+    logger.debug("%s holds the writer lease on %s", holder, index.location)
+    try:
+        yield holder
+    finally:
+        stop.set()
+        renewer.join()
+        current = index.read_lease()
+        if current is not None and current[0] == holder:
+            index.delete_lease()
+
+
+def _take(index: ChromaIndex, holder: str, seconds: float) -> bool:
+    current = index.read_lease()
+    if current is not None and current[0] != holder and current[1] > time.time():
+        return False
+    index.write_lease(holder, time.time() + seconds)
+    time.sleep(_SETTLE_S)
+    current = index.read_lease()
+    return current is not None and current[0] == holder
+
+
+def _renew(index: ChromaIndex, holder: str, seconds: float, stop: threading.Event) -> None:
+    while not stop.wait(seconds / 3):
+        try:
+            index.write_lease(holder, time.time() + seconds)
+        except StoreError as exc:
+            logger.warning("cannot renew the writer lease on %s: %s", index.location, exc)

@@ -34,7 +34,7 @@ def open_retriever(settings: Settings, *, embedder: Embedder | None = None) -> R
         settings.store, embedder_identity=embedder.identity, dimension=embedder.dimension
     )
     return Retriever(
-        reader.snapshot,
+        reader,
         embedder,
         settings=settings.retrieval,
         tokenizer=get_tokenizer(settings.chunking.encoding),

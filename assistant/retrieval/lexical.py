@@ -9,6 +9,7 @@ and ``12b``) therefore match exactly, which dense embeddings often miss.
 from __future__ import annotations
 
 import logging
+import math
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -20,7 +21,14 @@ import numpy as np
 import numpy.typing as npt
 from bm25s.stopwords import STOPWORDS_EN
 
-__all__ = ["FieldedLexicalIndex", "LexicalIndex", "path_words", "query_terms", "tokenize"]
+__all__ = [
+    "FieldedLexicalIndex",
+    "LexicalIndex",
+    "PatchedLexicalIndex",
+    "path_words",
+    "query_terms",
+    "tokenize",
+]
 
 logger = logging.getLogger(__name__)
 # bm25s sets its own logger to DEBUG at import; hand the level back to the application.
@@ -29,6 +37,9 @@ logging.getLogger("bm25s").setLevel(logging.NOTSET)
 _WORD = re.compile(r"\w+")
 _PATH_SEPARATORS = re.compile(r"[\W_]+")
 _STOPWORDS = frozenset(STOPWORDS_EN)
+# bm25s's defaults (method "lucene"), which `_Delta` scores new rows with.
+_K1 = 1.5
+_B = 0.75
 
 
 @lru_cache(maxsize=1)
@@ -104,6 +115,7 @@ class LexicalIndex:
         for terms in corpus:
             frequency.update(set(terms))
         self.document_frequency: dict[str, int] = dict(frequency)
+        self.average_length = sum(map(len, corpus)) / len(corpus) if corpus else 0.0
         # bm25s cannot index a corpus without a single term (it fails on an empty vocabulary).
         if any(corpus):
             model = bm25s.BM25()
@@ -184,3 +196,90 @@ class FieldedLexicalIndex:
         title = self.titles.term_scores(terms)[self._title_of_row]
         combined: npt.NDArray[np.float32] = body + np.float32(title_weight) * title
         return combined
+
+
+class _Delta:
+    """BM25 of a few rows added since an index was built, under that index's statistics.
+
+    bm25s cannot add documents to a built index; these rows are scored with the
+    same formula (Lucene IDF, Robertson term frequency) from the base index's
+    document count, frequencies and average length, counting the new rows too.
+    """
+
+    def __init__(self, base: LexicalIndex, texts: Sequence[str]) -> None:
+        self._terms = [Counter(tokenize(t)) for t in texts]
+        self._norm = [
+            _K1 * ((1 - _B) + _B * sum(c.values()) / (base.average_length or 1.0))
+            for c in self._terms
+        ]
+        self.frequency: Counter[str] = Counter()
+        for counts in self._terms:
+            self.frequency.update(counts.keys())
+        self._base_frequency = base.document_frequency
+        self._documents = base.size + len(texts)
+
+    def term_scores(self, terms: Sequence[str]) -> npt.NDArray[np.float32]:
+        out = np.zeros(len(self._terms), dtype=np.float32)
+        for term in set(terms):
+            if term not in self.frequency:
+                continue
+            df = self._base_frequency.get(term, 0) + self.frequency[term]
+            idf = math.log(1 + (self._documents - df + 0.5) / (df + 0.5))
+            for row, counts in enumerate(self._terms):
+                tf = counts.get(term, 0)
+                if tf:
+                    out[row] += idf * tf / (self._norm[row] + tf)
+        return out
+
+
+class PatchedLexicalIndex:
+    """A `FieldedLexicalIndex` built for an earlier snapshot, brought to a patched one.
+
+    Rows kept from the index's own snapshot score from it (``root_rows`` maps
+    each row to its row there); rows added since score with `_Delta`. So an
+    ingest that edits one document costs a reader no BM25 rebuild, which at
+    100k chunks takes seconds of CPU (and of the interpreter lock that the
+    questions in flight need). The statistics of the removed rows linger until
+    the next full build: negligible for a few documents in many.
+    """
+
+    def __init__(
+        self,
+        root: FieldedLexicalIndex,
+        root_rows: npt.NDArray[np.int64],
+        texts: Sequence[str],
+        titles: Sequence[str],
+    ) -> None:
+        """Wrap ``root``; ``root_rows`` gives each row's root row, -1 for the added rows.
+
+        ``texts`` and ``titles`` are the added rows' chunk texts and title fields, in row order.
+        """
+        self.root = root
+        self.root_rows = root_rows
+        self.size = int(root_rows.size)
+        self.added = np.flatnonzero(root_rows < 0)
+        if self.added.size != len(texts) or len(texts) != len(titles):
+            raise ValueError(f"{self.added.size} added rows but {len(texts)} texts")
+        self._body = _Delta(root.body, texts)
+        self._titles = _Delta(root.titles, titles)
+        self._kept = np.where(root_rows < 0, 0, root_rows)
+        frequency = dict(root.document_frequency)
+        for term, count in self._body.frequency.items():
+            frequency[term] = frequency.get(term, 0) + count
+        self._frequency = frequency
+
+    @property
+    def document_frequency(self) -> dict[str, int]:
+        """Return how many chunk texts contain each term (removed rows still counted)."""
+        return self._frequency
+
+    def scores(self, query: str, *, title_weight: float) -> npt.NDArray[np.float32]:
+        """Return ``body + title_weight * title`` BM25 per row, as `FieldedLexicalIndex`."""
+        out = self.root.scores(query, title_weight=title_weight)[self._kept]
+        if self.added.size:
+            terms = query_terms(query)
+            added = self._body.term_scores(terms)
+            if title_weight > 0:
+                added = added + np.float32(title_weight) * self._titles.term_scores(terms)
+            out[self.added] = added
+        return out

@@ -26,6 +26,7 @@ import numpy.typing as npt
 
 from assistant.config import RetrievalSettings
 from assistant.errors import IndexMismatchError
+from assistant.index.reader import IndexReader
 from assistant.protocols import Embedder
 from assistant.retrieval.expansion import (
     SectionKey,
@@ -33,6 +34,7 @@ from assistant.retrieval.expansion import (
     demote_neighbours,
     section_key,
 )
+from assistant.retrieval.freshness import FreshViews
 from assistant.retrieval.fusion import (
     demote_superseded,
     fuse_scores,
@@ -108,22 +110,32 @@ class Retriever:
 
     def __init__(
         self,
-        snapshot_source: Callable[[], IndexSnapshot],
+        snapshot_source: Callable[[], IndexSnapshot] | IndexReader,
         embedder: Embedder,
         *,
         settings: RetrievalSettings,
         tokenizer: Tokenizer,
     ) -> None:
-        self._source = snapshot_source
         self._embedder = embedder
         self.settings = settings
         self._tokenizer = tokenizer
         self._view: SearchView | None = None
         self._lock = threading.Lock()
+        # Over an index reader, views are patched after an ingest off the question path.
+        self._fresh: FreshViews | None = None
+        if isinstance(snapshot_source, IndexReader):
+            self._fresh = FreshViews(snapshot_source, self._build_view)
+            self._source: Callable[[], IndexSnapshot] = snapshot_source.snapshot
+        else:
+            self._source = snapshot_source
 
     def snapshot(self) -> IndexSnapshot:
         """Return the index snapshot searches currently run on."""
         return self._source()
+
+    def refreshed(self) -> bool:
+        """Return whether searches see every row of the committed generation (not masked)."""
+        return self._fresh is None or self._fresh.settled()
 
     @property
     def embedder(self) -> Embedder:
@@ -173,7 +185,16 @@ class Retriever:
             run.mask = access & filtered
         else:
             run.mask = access if filtered is None else filtered
-        if filtered is not None and run.mask is not None:
+        run.trace.append(f"index: generation {run.view.generation}")
+        live = run.view.live
+        if run.view.pending and live is not None:
+            # Only rows this user may read are counted: the rest would tell what is hidden.
+            left_out = ~live if access is None else ~live & access
+            run.trace.append(
+                f"refresh: generation {run.view.generation} seen, {int(left_out.sum())} changed "
+                f"chunks of {run.view.snapshot.generation} left out until its rows are loaded"
+            )
+        if run.mask is not None and run.filters not in (None, SearchFilters()):
             # Counts of readable rows only: the total would tell how much is hidden.
             eligible = f"{int(run.mask.sum())} of {run.readable.count} chunks eligible"
             run.trace.append(f"filters: {eligible} ({run.filters})")
@@ -290,6 +311,8 @@ class Retriever:
         )
 
     def _current_view(self) -> SearchView:
+        if self._fresh is not None:
+            return self._fresh.current()
         snapshot = self._source()
         view = self._view
         if view is not None and view.snapshot.generation == snapshot.generation:
@@ -297,17 +320,21 @@ class Retriever:
         with self._lock:
             view = self._view
             if view is None or view.snapshot.generation != snapshot.generation:
-                _check_dimension(snapshot, self._embedder)
-                t0 = time.perf_counter()
-                view = SearchView.build(snapshot)
-                logger.info(
-                    "search index for generation %s built: %d chunks in %.0f ms",
-                    snapshot.generation,
-                    len(snapshot.chunks),
-                    (time.perf_counter() - t0) * 1000,
-                )
+                view = self._build_view(snapshot)
                 self._view = view
             return view
+
+    def _build_view(self, snapshot: IndexSnapshot) -> SearchView:
+        _check_dimension(snapshot, self._embedder)
+        t0 = time.perf_counter()
+        view = SearchView.build(snapshot)
+        logger.info(
+            "search index for generation %s built: %d chunks in %.0f ms",
+            snapshot.generation,
+            len(snapshot.chunks),
+            (time.perf_counter() - t0) * 1000,
+        )
+        return view
 
     def _hits(self, run: _Run, rows: Sequence[int]) -> list[Hit]:
         view, scores, replaced_by = run.view, run.scores, run.readable.replaced_by
