@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -97,6 +98,11 @@ def test_changing_only_the_access_file_re_ingests_and_a_running_search_obeys(
     sources = {h.chunk.source for h in retriever.search("zorbex band", user=ANN).hits}
     assert "hr/salaries.md" not in sources  # the same process, the next question
     payroll = User("pat", frozenset({"payroll"}))
+    # The widened audience shows once the changed rows are loaded (off the question path).
+    deadline = time.monotonic() + 20
+    while not retriever.refreshed() and time.monotonic() < deadline:
+        retriever.search("zorbex", user=payroll)
+        time.sleep(0.05)
     assert "hr/salaries.md" in {
         h.chunk.source for h in retriever.search("zorbex", user=payroll).hits
     }

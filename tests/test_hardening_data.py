@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -64,7 +65,12 @@ def second_corpus(root: Path) -> None:
 
 
 def ask(client: Client, question: str) -> str:
-    """Return every message of the final answer (text, Sources, Trace) as one string."""
+    """Return every message of the final answer (text, Sources, Trace) as one string.
+
+    Each question is asked in a new session: the /chat endpoint keeps the session's
+    history, and a short question would then be rewritten as a follow-up.
+    """
+    client.reset_session()
     job = client.submit(question, [], [], 4, api_name="/chat")
     return "\n".join(str(m.get("content", "")) for m in job.result(timeout=60))
 
@@ -123,13 +129,20 @@ def check_live_reingest(
     for answer in asker.answers:
         assert "Traceback" not in answer
         assert "could not answer" not in answer
-        assert ("OLDMARK" in answer) != ("NEWMARK" in answer), answer  # one version, never both
+        # One version, never both; right after the commit the edited document's rows are
+        # left out until the reader has loaded them (docs/scaling.md), so possibly neither.
+        assert not ("OLDMARK" in answer and "NEWMARK" in answer), answer
     mark = len(server.requests)
+    deadline = time.monotonic() + 30
     travel = ask(client, "What is the travel allowance per day?")
+    while "NEWMARK" not in travel and time.monotonic() < deadline:
+        assert "OLDMARK" not in travel, travel
+        time.sleep(0.2)
+        travel = ask(client, "What is the travel allowance per day?")
     sabbatical = ask(client, "How long is sabbatical leave?")
     bicycle = ask(client, "Is there a bicycle scheme for commuting?")
     assert "NEWMARK" in travel
-    assert "ADDMARK" in bicycle
+    assert "ADDMARK" in bicycle, bicycle
     for text in (travel, sabbatical, bicycle, prompts_since(server, mark)):
         assert "OLDMARK" not in text
         assert "GONEMARK" not in text

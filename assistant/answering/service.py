@@ -53,8 +53,8 @@ logger = logging.getLogger(__name__)
 NO_MATCH_OPENING = "The policy documents do not appear to cover this question"
 _DELTA = re.compile(r"\S+\s*|\s+")
 NO_MATCH_OUTRO = "Try rephrasing, or ask the policy owner directly."
-FALLBACK_NOTE = "The language model could not be reached, so this answer quotes the policies."
-FALLBACK_LABEL = "Extracted passages (the language model could not be reached):"
+FALLBACK_NOTE = "The language model is not available right now, so this answer quotes the policies."
+FALLBACK_LABEL = "Extracted passages (the language model is not available right now):"
 # Produces the offline answer instead: its deltas, mode, prompt and search result.
 Fallback = Callable[[], tuple[Iterator[str], str, Prompt | None, SearchResult]]
 STREAM_FAILED = "The answer stopped because of an unexpected error; try again."

@@ -39,8 +39,12 @@ def resolve_filters(filters: SearchFilters, searcher: Searcher) -> SearchFilters
     """
     if not (filters.sources or filters.tags):
         return filters
+    from assistant.cli.access import BoundSearcher
     from assistant.retrieval.retriever import Retriever
 
+    user = None
+    if isinstance(searcher, BoundSearcher):
+        searcher, user = searcher.wrapped, searcher.user
     if not isinstance(searcher, Retriever):
         return filters
     try:
@@ -48,6 +52,9 @@ def resolve_filters(filters: SearchFilters, searcher: Searcher) -> SearchFilters
     except AssistantError as exc:
         logger.debug("filters left as typed: %s", exc)
         return filters
+    if user is not None:
+        # Names and suggestions come only from documents this user may read.
+        docs = {source: meta for source, meta in docs.items() if user.may_read(meta.audience)}
     sources = sorted(docs)
     tags = sorted({tag for meta in docs.values() for tag in meta.tags})
     return replace(
