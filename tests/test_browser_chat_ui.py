@@ -251,7 +251,12 @@ def test_copy_gives_clean_text_with_absolute_links(sample: Served, browser: Any)
     _ask(page, "What is the emergency loan interest rate?")
     _answered(page)
     page.locator('.message-buttons button[aria-label="Copy message"]').last.click()
-    copied = page.evaluate("navigator.clipboard.readText()")
+    copied = ""
+    for _ in range(40):  # the copy is written after the collapsed Sources are read
+        copied = page.evaluate("navigator.clipboard.readText()")
+        if copied:
+            break
+        page.wait_for_timeout(50)
 
     assert "12% per annum" in copied
     assert "&gt;" not in copied, copied

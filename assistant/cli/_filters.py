@@ -42,13 +42,12 @@ def resolve_filters(filters: SearchFilters, searcher: Searcher) -> SearchFilters
     from assistant.cli.access import BoundSearcher
     from assistant.retrieval.retriever import Retriever
 
-    user = None
-    if isinstance(searcher, BoundSearcher):
-        searcher, user = searcher.wrapped, searcher.user
-    if not isinstance(searcher, Retriever):
+    user = searcher.user if isinstance(searcher, BoundSearcher) else None
+    inner = searcher.wrapped if isinstance(searcher, BoundSearcher) else searcher
+    if not isinstance(inner, Retriever):
         return filters
     try:
-        docs = searcher.snapshot().docs
+        docs = inner.snapshot().docs
     except AssistantError as exc:
         logger.debug("filters left as typed: %s", exc)
         return filters

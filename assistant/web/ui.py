@@ -506,11 +506,9 @@ def build_demo(
             concurrency_limit=settings.ui.concurrency,
             api_name="chat",
             fill_height=True,
-            # Conversations are kept in the browser's local storage and listed beside
-            # the chat, so a reload loses nothing; the header's "New chat" starts one.
-            save_history=True,
+            # Not save_history: Gradio's saved-conversations column beside the chat
+            # pushed the input out of the reading column (measured at 1920 px).
         )
-        chat.new_chat_button.visible = False
         # ChatInterface builds its own Accordion from the one given; label that one.
         _wire_filters(chat, _accordion_of(source_box), source_box, tag_box)
         _wire_new_chat(chat, new_chat, source_box, tag_box)
@@ -573,11 +571,10 @@ def _wire_filters(
 def _wire_new_chat(
     chat: gr.ChatInterface, button: gr.Button, source_box: gr.Dropdown, tag_box: gr.Dropdown
 ) -> None:
-    # As Gradio's own "New chat" (hidden): a new saved conversation, not an overwrite.
     button.click(
-        lambda: (None, [], [], [], []),
+        lambda: ([], [], [], []),
         None,
-        [chat.conversation_id, chat.chatbot, chat.chatbot_state, source_box, tag_box],
+        [chat.chatbot, chat.chatbot_state, source_box, tag_box],
         api_visibility="private",
         queue=False,
     )
