@@ -289,18 +289,48 @@ def _last_cut(raw: str, *, end: int) -> int:
     return cut
 
 
+_BACKTICKS = re.compile(r"`+")
+
+
 def _stable_length(raw: str) -> int:
     """Return how much of ``raw`` cannot change meaning when more text is appended."""
     # From the line before the last: a link destination may follow a line end.
     start = max(0, len(raw) - _TAIL_WINDOW, raw.rfind("\n", 0, max(raw.rfind("\n"), 0)) + 1)
     match = _OPEN_TAIL.search(raw, start)
     cut = match.start() if match else len(raw)
-    for pattern in (_IMAGE, _LINK, _AUTOLINK):
-        for done in pattern.finditer(raw, start):
-            if done.start() < cut < done.end():
-                cut = done.start()
+    # No stable prefix ends inside a link, an image or a code span (text inside one
+    # is not escaped, and one still open may close later); moving the cut out of one
+    # can put it inside another, so repeat until it stays.
+    while True:
+        moved = _outside_code(raw, cut)
+        for pattern in (_IMAGE, _LINK, _AUTOLINK):
+            for done in pattern.finditer(raw, start):
+                if done.start() < moved < done.end():
+                    moved = done.start()
+        if moved == cut:
+            break
+        cut = moved
     # Whether a "<" is escaped depends on the character after it.
     return cut - 1 if cut and raw[cut - 1] == "<" else cut
+
+
+def _outside_code(raw: str, cut: int) -> int:
+    """Return ``cut``, or the start of the code span it falls in (closed or still open).
+
+    Text inside a code span is not escaped, and a span still open may close later,
+    so no stable prefix may end inside one.
+    """
+    opened_at, opened_len = -1, 0
+    for run in _BACKTICKS.finditer(raw):
+        if run.start() >= cut and not opened_len:
+            break
+        if not opened_len:
+            opened_at, opened_len = run.start(), len(run.group())
+        elif len(run.group()) == opened_len:
+            if opened_at < cut < run.end():
+                return opened_at
+            opened_at, opened_len = -1, 0
+    return opened_at if opened_len and opened_at < cut else cut
 
 
 def _guard_destination(match: re.Match[str], allowed: frozenset[str]) -> str:
