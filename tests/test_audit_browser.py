@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import json
-import socket
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -23,19 +22,13 @@ from assistant.config import LLMSettings, Settings, StoreSettings, UISettings
 from assistant.index.ingest import ingest
 from assistant.web.app import build_app
 from tests.chromium import CHROMIUM, LAUNCH_ARGS, browser_marks
-from tests.conftest import FakeEmbedder
+from tests.conftest import FakeEmbedder, free_port
 from tests.openai_server import FakeOpenAIServer, Reply
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "policies"
 ANSWER = "Emergency Loans carry interest at 12% per annum on a reducing balance [1]."
 
 pytestmark = browser_marks
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass
@@ -52,7 +45,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         settings = Settings(
             store=StoreSettings(path=index),
             llm=LLMSettings(base_url=server.base_url, api_key="test", timeout=10),
-            ui=UISettings(port=_free_port()),
+            ui=UISettings(port=free_port()),
         )
         ingest([SAMPLE], settings=settings, embedder=FakeEmbedder())
         app = build_app(settings, doc_roots=[SAMPLE], embedder=FakeEmbedder())

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import re
-import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +24,7 @@ from assistant.config import LLMSettings, Settings, StoreSettings, UISettings
 from assistant.index.ingest import ingest
 from assistant.web.app import build_app
 from tests.chromium import CHROMIUM, LAUNCH_ARGS, browser_marks
-from tests.conftest import FakeEmbedder
+from tests.conftest import FakeEmbedder, free_port
 from tests.openai_server import FakeOpenAIServer, Reply
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,12 +49,6 @@ MODEL = "policy-test-model"
 pytestmark = browser_marks
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @dataclass
 class Served:
     url: str
@@ -72,7 +65,7 @@ def sample(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         settings = Settings(
             store=StoreSettings(path=index),
             llm=LLMSettings(base_url=server.base_url, api_key="test", model=MODEL, timeout=10),
-            ui=UISettings(port=_free_port()),
+            ui=UISettings(port=free_port()),
         )
         ingest([SAMPLE], settings=settings, embedder=FakeEmbedder())
         app = build_app(settings, doc_roots=[SAMPLE], embedder=FakeEmbedder())
@@ -93,9 +86,9 @@ def dev_unreachable(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served
     settings = Settings(
         store=StoreSettings(path=index),
         llm=LLMSettings(
-            base_url=f"http://127.0.0.1:{_free_port()}/v1", api_key="test", model=MODEL, timeout=5
+            base_url=f"http://127.0.0.1:{free_port()}/v1", api_key="test", model=MODEL, timeout=5
         ),
-        ui=UISettings(port=_free_port()),
+        ui=UISettings(port=free_port()),
     )
     ingest([DEV], settings=settings, embedder=FakeEmbedder())
     app = build_app(settings, doc_roots=[DEV], embedder=FakeEmbedder())

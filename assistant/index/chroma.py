@@ -399,14 +399,18 @@ class ChromaIndex:
 
     def _log(self) -> Any:
         """Return the server's side collection of change records (created on first use)."""
+        return self._side_collection("log", "opening the change log of")
+
+    def _side_collection(self, suffix: str, action: str) -> Any:
+        """Return the collection ``<collection>-<suffix>`` beside this one, created if new."""
         with _client_lock:
             client = _make_client(self.settings)
             try:
                 return client.get_or_create_collection(
-                    f"{self.settings.collection}-log", embedding_function=None
+                    f"{self.settings.collection}-{suffix}", embedding_function=None
                 )
             except _FAILURES as exc:
-                raise self._failure("opening the change log of", exc) from exc
+                raise self._failure(action, exc) from exc
 
     def _prune_log(self, log: Any) -> None:
         rows = log.get(include=["metadatas"])
@@ -462,14 +466,7 @@ class ChromaIndex:
             raise self._failure("releasing the writer lease of", exc) from exc
 
     def _leases(self) -> Any:
-        with _client_lock:
-            client = _make_client(self.settings)
-            try:
-                return client.get_or_create_collection(
-                    f"{self.settings.collection}-lease", embedding_function=None
-                )
-            except _FAILURES as exc:
-                raise self._failure("opening the writer lease of", exc) from exc
+        return self._side_collection("lease", "opening the writer lease of")
 
     def committed(self) -> tuple[str, bool]:
         """Return the generation the collection says was committed, and whether it is clean.
