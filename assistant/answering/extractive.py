@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from assistant.answering.asking import asked_value
 from assistant.answering.citations import defuse_markers
 from assistant.answering.ranking import (
     DEFAULT_WEIGHTS,
@@ -88,11 +89,14 @@ _IRREGULAR = {
 _MIN_STEM = 4
 # "Not covered" when the best unit is neither this close in meaning nor covers
 # this share of the question's focus words (tuned on the sample and dev sets).
-_COSINE_FLOOR = 0.5
+_COSINE_FLOOR = 0.45
 _COSINE_WITH_WORDS = 0.2
-_WORDS_FLOOR = 0.3
+_WORDS_FLOOR = 0.2
 _STRICT_EXTRA = 0.15
 _JOINT_UNITS = 3
+# A question asking for a value is answered only if one of this many best units states one.
+_VALUE_UNITS = 5
+_VALUE_TOPIC = 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +176,7 @@ def draft_extractive(
         question, _candidates(sources), embedder=embedder, unknown_words=unknown, weights=weights
     )
     covered, reason = _verdict(
+        question,
         ranked,
         focus_words(question, unknown),
         unknown,
@@ -277,7 +282,13 @@ def _passage(ranked: Ranked) -> Passage:
     return Passage(c.number, c.unit.text, ranked.score, c.unit.position, c.unit.is_table)
 
 
+def _states(ranked: Ranked) -> bool:
+    """Return whether a unit states the asked value about the question's topic, not another's."""
+    return ranked.figure and ranked.words + ranked.place >= _VALUE_TOPIC
+
+
 def _verdict(
+    question: str,
     ranked: Sequence[Ranked],
     focus: set[str],
     unknown: Sequence[str],
@@ -298,12 +309,20 @@ def _verdict(
     share = len(found) / len(focus) if focus else 1.0
     extra = _STRICT_EXTRA if strict else 0.0
     if with_meaning:
-        cosine = ranked[0].cosine
+        cosine = max(r.cosine for r in top)
         answers = cosine >= _COSINE_FLOOR + extra or (
             cosine >= _COSINE_WITH_WORDS + extra and share >= _WORDS_FLOOR
         )
     else:
         answers = share >= _WORDS_FLOOR + extra
+    kind = asked_value(question)
+    if (
+        answers
+        and kind is not None
+        and kind.decisive
+        and not any(_states(r) for r in ranked[:_VALUE_UNITS])
+    ):
+        return False, f"none of the closest sections states {kind.name} for this"
     if answers:
         return True, ""
     missing = list(unknown)[:3]

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from assistant.answering.asking import asked_value, states_value
 from assistant.answering.units import AnswerUnit
 from assistant.protocols import Embedder
 from assistant.words import WORD, content_words
@@ -132,7 +133,8 @@ def rank_units(
     the word shares (the answer names them in a note instead).
     """
     wanted = focus_words(question, unknown_words)
-    asks_figure = bool(_ASKS_FIGURE.search(question))
+    kind = asked_value(question)
+    asks_figure = kind is not None or bool(_ASKS_FIGURE.search(question))
     matches = []
     for candidate in candidates:
         unit = candidate.unit
@@ -143,7 +145,8 @@ def rank_units(
     scored = []
     for candidate, (found, near) in zip(candidates, matches, strict=True):
         words, place = _share(found, idf), _share(near, idf)
-        figure = asks_figure and bool(_FIGURE.search(_plain(candidate.unit)))
+        plain = _plain(candidate.unit)
+        figure = states_value(kind, plain) if kind else asks_figure and bool(_FIGURE.search(plain))
         scored.append((candidate, words, place, figure, frozenset(found | near)))
     prior = sorted(
         scored,

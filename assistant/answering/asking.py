@@ -1,0 +1,163 @@
+"""What kind of value a question asks for, and whether a passage states one.
+
+"What percentage of tax is withheld?" wants a percentage; "How long do I have
+to appeal?" a duration; "What is the phone number of the hotline?" a phone
+number. A passage about the right topic that states no value of that kind
+does not answer the question: on real handbooks this is the commonest way a
+question the documents do not cover looks covered (the topic is there, the
+figure is not). Yes/no questions ("Is there a number I can ring?") ask for no
+value: "We do not offer telephone support" answers them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["ValueKind", "asked_value", "states_value"]
+
+_NUMBER = (
+    r"(?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
+    r"fifteen|twenty|thirty|forty|fifty|sixty|ninety|hundred|thousand)"
+)
+_QUANTITY = rf"(?:{_NUMBER}|a|an|half(?: a| an)?)"
+_TIME_UNIT = (
+    r"(?:(?:business|working|calendar|banking)\s+)?"
+    r"(?:days?|weeks?|months?|years?|hours?|minutes?|quarters?)"
+)
+_MONTHS = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
+    r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
+# A question that can be answered "yes" or "no" asks for no value, whatever else it says.
+_YES_NO = re.compile(
+    r"^\s*(?:is|are|was|were|do|does|did|can|could|may|might|will|would|should|shall|has|have)\b",
+    re.I,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ValueKind:
+    """A kind of value: its name as a user reads it, and how a passage states one."""
+
+    name: str
+    stated: re.Pattern[str]
+    # Whether a passage lacking such a value cannot answer ("how many"), or only
+    # ranks lower ("when": "after three months" and "once approved" both answer).
+    decisive: bool = True
+
+
+PERCENTAGE = ValueKind("a percentage", re.compile(r"\d\s*%|\bper\s?cent|\bpercent", re.I))
+AMOUNT = ValueKind(
+    "an amount",
+    re.compile(
+        r"[$€£¥₹]\s?\d|\b(?:USD|EUR|GBP|KES|KSh|Ksh|INR|US\s?\$)\s?\d|"
+        r"\d[\d,.]*\s*(?:k|m|bn)?\s*(?:dollars|euros|pounds|shillings|USD|EUR|GBP|KES)\b|"
+        rf"\b{_NUMBER}\s+(?:hundred|thousand|million)?\s*(?:U\.?S\.?\s+)?"
+        r"(?:dollars|euros|pounds|shillings)\b|"
+        rf"\b{_QUANTITY}\s+{_TIME_UNIT}(?:'s)?\s+(?:of\s+)?(?:pay|salary|wages)\b|"
+        rf"\b(?:twice|double|triple|{_NUMBER}\s+times)\b|"
+        r"\b(?:is|are|for) free\b|\bfree of charge\b|\bno (?:fee|charge|cost)\b|"
+        r"\bat no (?:cost|charge)\b|\d\s*%",
+        re.I,
+    ),
+)
+DURATION = ValueKind(
+    "a length of time",
+    re.compile(
+        rf"\b{_QUANTITY}(?:\s*(?:-|to|\u2013)\s*\d+)?\s*-?\s*{_TIME_UNIT}\b|"
+        r"\b(?:immediately|promptly|annually|monthly|weekly|daily|yearly|quarterly|"
+        r"at once|same day|next day|indefinitely|permanently|until)\b",
+        re.I,
+    ),
+)
+DATE = ValueKind(
+    "a date",
+    re.compile(
+        rf"\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTHS}\b|\b{_MONTHS}\s+\d{{1,2}}\b|"
+        r"\b\d{1,2}(?:st|nd|rd|th)\b|\b(?:19|20)\d\d\b|\b\d{4}-\d\d-\d\d\b|"
+        r"\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?\b|"
+        r"\b(?:first|last|end|beginning|start) of (?:the|each|every)\b",
+        re.I,
+    ),
+)
+COUNT = ValueKind("a number", re.compile(rf"\b{_NUMBER}\b", re.I))
+SIZE = ValueKind(
+    "a size",
+    re.compile(r"\d\s*(?:[KMGT]i?B|bytes|kilobytes|megabytes|gigabytes|terabytes)\b", re.I),
+)
+PHONE = ValueKind("a phone number", re.compile(r"\+?\(?\d[\d ()./-]{6,}\d"))
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+TIME = ValueKind(
+    "a time",
+    re.compile(f"{DURATION.stated.pattern}|{DATE.stated.pattern}", re.I),
+    decisive=False,
+)
+# Checked in order: the first that matches the question says what it asks for.
+_ASKS: tuple[tuple[re.Pattern[str], ValueKind], ...] = (
+    (re.compile(r"\b(?:phone|telephone|fax)\s+number\b", re.I), PHONE),
+    (re.compile(r"\b(?:gigabytes?|megabytes?|terabytes?|file size)\b", re.I), SIZE),
+    (
+        re.compile(
+            r"\b(?:percentage|percent|per cent|what share|what proportion|interest rate)\b", re.I
+        ),
+        PERCENTAGE,
+    ),
+    (
+        re.compile(
+            r"\bhow (?:long|soon|quickly|far in advance)\b|"
+            r"\bhow much (?:\w+ ){0,2}(?:time|leave|notice|holiday|vacation)\b|"
+            rf"\bhow many {_TIME_UNIT}\b|\bwithin how\b|\bwhat (?:notice period|deadline)\b",
+            re.I,
+        ),
+        DURATION,
+    ),
+    (
+        re.compile(
+            r"\b(?:what|which) (?:date|day of the month|day of the week|month|year)\b|"
+            r"\bon (?:what|which) (?:date|day)\b|\bby when\b",
+            re.I,
+        ),
+        DATE,
+    ),
+    (
+        re.compile(
+            r"\bhow much\b|\bin (?:euros|dollars|pounds|shillings)\b|"
+            r"\bwhat (?:is the |are the )?(?:fee|fees|price|cost|charge|reward|salary|allowance|"
+            r"per diem|minimum balance|maximum amount|amount)\b",
+            re.I,
+        ),
+        AMOUNT,
+    ),
+    (
+        re.compile(r"\bhow (?:many|old)\b|\bwhat (?:is the )?(?:minimum |maximum )?age\b", re.I),
+        COUNT,
+    ),
+    (re.compile(r"^\W*when\b", re.I), TIME),
+)
+
+
+def asked_value(question: str) -> ValueKind | None:
+    """Return the kind of value ``question`` asks for, or None (yes/no and open questions).
+
+    Only the last sentence counts: "Someone posted my phone number. Is that
+    allowed?" is a yes/no question about a phone number, not a request for one.
+    """
+    asking = _last_sentence(question)
+    if _YES_NO.search(asking):
+        return None
+    for asks, kind in _ASKS:
+        if asks.search(asking):
+            return kind
+    return None
+
+
+def _last_sentence(text: str) -> str:
+    sentences = [s for s in _SENTENCE.split(text) if s.strip()]
+    return sentences[-1] if sentences else text
+
+
+def states_value(kind: ValueKind, text: str) -> bool:
+    """Return whether ``text`` states a value of ``kind``."""
+    return bool(kind.stated.search(text))

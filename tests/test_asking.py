@@ -1,0 +1,118 @@
+"""A question that asks for a value is answered only by a passage that states one."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from assistant.answering.asking import asked_value, states_value
+from assistant.answering.extractive import draft_extractive, stream_extractive
+from tests.hit_factory import make_hit
+
+UPTIME = make_hit(
+    1,
+    "## Service levels\n\nThe quarterly uptime commitment for Enterprise Cloud is set out in "
+    "the Enterprise Service Level Agreement. Planned maintenance is announced in advance.",
+    title="Service Levels",
+    heading_path=("Service Levels",),
+)
+UPTIME_STATED = make_hit(
+    1,
+    "## Service levels\n\nEnterprise Cloud guarantees 99.9% uptime each quarter. Planned "
+    "maintenance is announced in advance.",
+    title="Service Levels",
+    heading_path=("Service Levels",),
+)
+SUPPORT = make_hit(
+    1,
+    "## Contact\n\nWe do not offer telephone support. Write to us through the support portal.",
+    title="Support",
+    heading_path=("Support",),
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("What uptime percentage does GitHub guarantee each quarter?", "a percentage"),
+        ("What is the interest rate on an emergency loan?", "a percentage"),
+        ("How long do I have to appeal?", "a length of time"),
+        ("How much unused annual leave can be carried forward?", "a length of time"),
+        ("How many weeks of parental leave do staff get?", "a length of time"),
+        ("How much is the entrance fee for new members?", "an amount"),
+        ("How many guarantors does a development loan need?", "a number"),
+        ("What is the phone number of the ethics hotline?", "a phone number"),
+        ("What is the maximum file size I can push?", "a size"),
+        ("On which day of the month do payouts go out?", "a date"),
+        ("When does a new developer receive their first payout?", "a time"),
+    ],
+)
+def test_the_value_a_question_asks_for(question: str, kind: str) -> None:
+    asked = asked_value(question)
+    assert asked is not None
+    assert asked.name == kind
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Is there a number I can ring to speak to a real person?",
+        "Someone posted my home address and phone number in a repo. Is that allowed?",
+        "Can I take my dog to the branch?",
+        "Explain how loan guarantors work.",
+    ],
+)
+def test_yes_no_and_open_questions_ask_for_no_value(question: str) -> None:
+    assert asked_value(question) is None
+
+
+def test_values_are_recognised_in_passages() -> None:
+    percentage = asked_value("What percentage is withheld?")
+    amount = asked_value("How much is the fee?")
+    duration = asked_value("How long does it take?")
+    assert percentage is not None
+    assert amount is not None
+    assert duration is not None
+    assert states_value(percentage, "Interest is 12% per annum.")
+    assert not states_value(percentage, "Interest is charged monthly.")
+    assert states_value(amount, "The fee is KES 1,000.")
+    assert states_value(amount, "Changing your nominees is free.")
+    assert not states_value(amount, "The fee is set by the Board.")
+    assert states_value(duration, "We wait 10-14 days and then restore it.")
+    assert not states_value(duration, "We restore it after a review.")
+
+
+def test_a_passage_on_the_topic_without_the_value_is_not_an_answer() -> None:
+    question = "What uptime percentage does Enterprise Cloud guarantee each quarter?"
+    draft = draft_extractive(question, (UPTIME,))
+    assert not draft.covered
+    assert "percentage" in draft.reason
+
+
+def test_the_passage_that_states_the_value_is_quoted() -> None:
+    question = "What uptime percentage does Enterprise Cloud guarantee each quarter?"
+    text = "".join(stream_extractive(question, (UPTIME_STATED,)))
+    assert "> Enterprise Cloud guarantees 99.9% uptime each quarter. [1]" in text
+
+
+def test_a_no_answers_a_yes_no_question_about_a_value() -> None:
+    draft = draft_extractive("Is there a phone number for telephone support?", (SUPPORT,))
+    assert draft.covered
+    assert draft.passages[0].text == "We do not offer telephone support."
+
+
+_AUXILIARIES = st.sampled_from(["Is", "Are", "Do", "Does", "Can", "May", "Will", "Should"])
+
+
+@given(_AUXILIARIES, st.text(max_size=80))
+def test_a_question_that_starts_yes_no_never_asks_for_a_value(aux: str, rest: str) -> None:
+    rest = rest.replace(".", " ").replace("!", " ").replace("?", " ")
+    assert asked_value(f"{aux} {rest}?") is None
+
+
+@given(st.text(max_size=200))
+def test_any_text_is_classified_without_error(text: str) -> None:
+    kind = asked_value(text)
+    if kind is not None:
+        assert isinstance(states_value(kind, text), bool)
