@@ -116,3 +116,36 @@ def test_any_text_is_classified_without_error(text: str) -> None:
     kind = asked_value(text)
     if kind is not None:
         assert isinstance(states_value(kind, text), bool)
+
+
+def test_a_possessive_s_is_not_part_of_the_question_topic() -> None:
+    from assistant.answering.ranking import focus_words
+
+    assert "s" not in focus_words("What is the phone number of GitHub's hotline?")
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("What is the overtime rate for staff who work late?", "a rate"),
+        ("What is the minimum password length for an account?", "a number"),
+        ("What is the highest reward paid for a critical bug?", "a number"),
+    ],
+)
+def test_rates_lengths_and_extremes_ask_for_a_value(question: str, kind: str) -> None:
+    asked = asked_value(question)
+    assert asked is not None
+    assert asked.name == kind
+
+
+def test_a_year_no_passage_mentions_is_not_covered() -> None:
+    dividends = make_hit(
+        1,
+        "## Dividends\n\nThe Sacco paid a dividend of 9% on share capital in 2024.",
+        title="Dividend Policy",
+        heading_path=("Dividend Policy",),
+    )
+    draft = draft_extractive("What dividend did the Sacco pay in 2019?", (dividends,))
+    assert not draft.covered
+    assert "2019" in draft.reason
+    assert draft_extractive("What dividend did the Sacco pay in 2024?", (dividends,)).covered

@@ -12,9 +12,10 @@ value: "We do not offer telephone support" answers them.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["ValueKind", "asked_value", "states_value"]
+__all__ = ["ValueKind", "asked_value", "missing_years", "states_value"]
 
 _NUMBER = (
     r"(?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
@@ -88,7 +89,9 @@ SIZE = ValueKind(
 )
 PHONE = ValueKind("a phone number", re.compile(r"\+?\(?\d[\d ()./-]{6,}\d"))
 
+_YEAR = re.compile(r"\b(?:19|20)\d\d\b")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
+RATE = ValueKind("a rate", re.compile(f"{PERCENTAGE.stated.pattern}|{AMOUNT.stated.pattern}", re.I))
 TIME = ValueKind(
     "a time",
     re.compile(f"{DURATION.stated.pattern}|{DATE.stated.pattern}", re.I),
@@ -130,8 +133,14 @@ _ASKS: tuple[tuple[re.Pattern[str], ValueKind], ...] = (
         ),
         AMOUNT,
     ),
+    (re.compile(r"\bwhat (?:is|are) the (?:\w+ )?rates?\b", re.I), RATE),
     (
-        re.compile(r"\bhow (?:many|old)\b|\bwhat (?:is the )?(?:minimum |maximum )?age\b", re.I),
+        re.compile(
+            r"\bhow (?:many|old)\b|\bwhat (?:is the )?(?:minimum |maximum )?age\b|"
+            r"\b(?:minimum|maximum) (?:\w+ )?length\b|"
+            r"\bwhat is the (?:highest|lowest|largest|smallest|biggest|yearly|annual|monthly) ",
+            re.I,
+        ),
         COUNT,
     ),
     (re.compile(r"^\W*when\b", re.I), TIME),
@@ -151,6 +160,17 @@ def asked_value(question: str) -> ValueKind | None:
         if asks.search(asking):
             return kind
     return None
+
+
+def missing_years(question: str, texts: Iterable[str]) -> tuple[str, ...]:
+    """Return the years ``question`` names that none of ``texts`` mentions ("dividends in 2019")."""
+    years = dict.fromkeys(_YEAR.findall(question))
+    if not years:
+        return ()
+    seen: set[str] = set()
+    for text in texts:
+        seen.update(_YEAR.findall(text))
+    return tuple(y for y in years if y not in seen)
 
 
 def _last_sentence(text: str) -> str:

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from assistant.answering.asking import asked_value
+from assistant.answering.asking import asked_value, missing_years
 from assistant.answering.citations import defuse_markers
 from assistant.answering.ranking import (
     DEFAULT_WEIGHTS,
@@ -315,6 +315,9 @@ def _verdict(
         )
     else:
         answers = share >= _WORDS_FLOOR + extra
+    years = missing_years(question, (r.text for r in ranked))
+    if answers and years:
+        return False, f"none of the closest sections mentions {quoted_list(list(years))}"
     kind = asked_value(question)
     if (
         answers

@@ -205,7 +205,8 @@ def choose(ranked: Sequence[Ranked], *, weights: Weights = DEFAULT_WEIGHTS) -> l
 
 def focus_words(question: str, unknown_words: Sequence[str] = ()) -> set[str]:
     """Return what the question is about: its content words minus asking words and unknowns."""
-    words = content_words(question) - _ASKING
+    # "s" of "GitHub's" is no topic.
+    words = {w for w in content_words(question) - _ASKING if len(w) > 1}
     return (words or content_words(question)) - content_words(" ".join(unknown_words))
 
 
