@@ -187,3 +187,20 @@ def test_only_unknown_words_that_matter_are_named() -> None:
     )
     assert "never use" not in text
     assert "> Staff who are made redundant in a lay off receive 4 weeks of pay. [1]" in text
+
+
+def test_a_bare_label_is_not_quoted_as_an_answer() -> None:
+    deceased = make_hit(
+        1,
+        "## Deceased users\n\nNext of kin of a deceased user can ask for access to the "
+        "account through the support portal. Include:\n\n- Contact information\n"
+        "- Name of the deceased account holder\n",
+        title="Deceased User Policy",
+        heading_path=("Deceased User Policy",),
+    )
+    draft = draft_extractive(
+        "How can next of kin get access to a deceased user's account?", (deceased,)
+    )
+    quoted = [p.text for p in draft.passages]
+    assert quoted[0].startswith("Next of kin of a deceased user can ask for access")
+    assert "Contact information" not in quoted

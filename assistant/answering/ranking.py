@@ -66,6 +66,7 @@ _ASKING = frozenset(
 )
 # One embedding call per question: at most this many units, each cut to _EMBED_CHARS
 # (MiniLM's cost grows with both; 24 x 240 kept the dev and sample figures of 48 x 600).
+_LABEL_WORDS = 6
 _MAX_CANDIDATES = 24
 _MIN_STEM = 4
 _MIN_SHARED = 6
@@ -81,6 +82,8 @@ class Weights:
     place: float = 0.2
     structure: float = 0.1
     rank: float = 0.05
+    # A short label ("Contact Information", "Proprietary Rights") says nothing on its own.
+    label: float = 0.2
     # A further unit joins the answer when it scores within ``margin`` of the best.
     margin: float = 0.2
     reach: float = 0.35
@@ -161,7 +164,8 @@ def rank_units(
             + weights.words * words
             + weights.place * place
             + weights.structure * figure
-            + weights.rank / candidate.rank,
+            + weights.rank / candidate.rank
+            - weights.label * _is_label(candidate.unit),
             cosine,
             words,
             place,
@@ -277,6 +281,13 @@ def _plain(unit: AnswerUnit) -> str:
     row = unit.text.splitlines()[-1]
     cells = [c.strip() for c in row.strip().strip("|").split("|")]
     return " ".join(c for c in cells if c)
+
+
+def _is_label(unit: AnswerUnit) -> bool:
+    text = unit.text.rstrip()
+    return (
+        not unit.is_table and len(WORD.findall(text)) <= _LABEL_WORDS and text[-1:] not in ".!?:;"
+    )
 
 
 def _length(ranked: Ranked) -> int:
