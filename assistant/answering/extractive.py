@@ -89,9 +89,9 @@ _IRREGULAR = {
 _MIN_STEM = 4
 # "Not covered" when the best unit is neither this close in meaning nor covers
 # this share of the question's focus words (tuned on the sample and dev sets).
-_COSINE_FLOOR = 0.45
+_COSINE_FLOOR = 0.4
 _COSINE_WITH_WORDS = 0.2
-_WORDS_FLOOR = 0.2
+_WORDS_FLOOR = 0.1
 _STRICT_EXTRA = 0.15
 _JOINT_UNITS = 3
 # A question asking for a value is answered only if one of this many best units states one.
