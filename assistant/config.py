@@ -134,20 +134,8 @@ class ChunkingSettings:
 
     @property
     def overlap_tokens(self) -> int:
-        """Return the overlap in tokens (the target; see `overlap_bounds`)."""
+        """Return the overlap in tokens."""
         return int(self.max_tokens * self.overlap)
-
-    @property
-    def overlap_bounds(self) -> tuple[int, int]:
-        """Return the least and most tokens an overlap may take.
-
-        An overlap starts at a sentence (or list item, or table row) start, so
-        it cannot hit the target exactly: it may take from two thirds to four
-        thirds of it (10-20 % of the budget at the default 15 %), and is left
-        out when no boundary falls in that range.
-        """
-        target = self.overlap_tokens
-        return (target * 2 + 2) // 3, target * 4 // 3
 
 
 @dataclass(frozen=True, slots=True)

@@ -111,7 +111,7 @@ def test_no_chunk_of_random_markdown_exceeds_the_embedders_window(
 
 def test_without_the_window_such_text_overflows_the_model() -> None:
     # The property above is not vacuous: the same kind of text does overflow.
-    links = "\n".join(f"- {_PIECES[0]} {_PIECES[3]} {_PIECES[3]} {_PIECES[5]}" for _ in range(8))
+    links = "\n".join(f"- {_PIECES[0]} {_PIECES[2]} {_PIECES[3]} {_PIECES[5]}" for _ in range(8))
     doc = doc_from_markdown(f"# Links\n\n{links}\n")
     plain = chunk_document(doc, settings=ChunkingSettings(), tokenizer=TOKENIZER)
     assert max(MINILM.count_tokens([c.text for c in plain])) > MINILM.max_input_tokens

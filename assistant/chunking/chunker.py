@@ -21,11 +21,9 @@ The steps, for each document:
    prose, its later pieces repeating the question line.
 3. **Pack units** greedily into chunks. FAQ units and pieces of a split table or
    code block always stand alone. Consecutive prose chunks of one group
-   overlap: the next chunk starts earlier, always at a sentence, list item,
-   table row or paragraph start, taking two thirds to four thirds of
-   ``overlap_tokens`` (10-20 % of the budget by default; the start nearest the
-   target wins). With no such start there is no overlap, never a fragment.
-   Tables and code never take part in an overlap.
+   overlap by at most ``overlap_tokens``: the next chunk starts earlier, at a
+   sentence start if that keeps at least half the overlap a word start would,
+   else at a word start. Tables and code never take part in an overlap.
 
 Every chunk is counted exactly once at the end; if the estimate was optimistic
 the overlap is dropped first, then units, and a lone unit is re-split. When a

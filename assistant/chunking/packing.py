@@ -196,12 +196,9 @@ def _overlap(
         k -= 1
     end = units[last_index].end
     gap = ctx.span(end, first.start)
-    least, most = ctx.overlap_bounds
-    most = min(most, avail - first.prefix_tokens - first.tokens - gap)
-    if most <= 0 or most < least:
+    allowance = min(ctx.overlap, avail - first.prefix_tokens - first.tokens - gap)
+    if allowance <= 0:
         return None
     low = max(units[k].start, previous_start + 1)
-    found = overlap_start(
-        ctx.text, low, end, least=least, most=most, target=ctx.overlap, count=ctx.count
-    )
+    found = overlap_start(ctx.text, low, end, allowance=allowance, count=ctx.count)
     return None if found is None else (found[0], found[1] + gap)

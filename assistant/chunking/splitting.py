@@ -22,7 +22,6 @@ __all__ = [
     "overlap_start",
     "split_span",
     "split_table",
-    "starts_boundary",
     "trim",
 ]
 
@@ -266,79 +265,40 @@ def split_table(
 
 
 def overlap_start(
-    text: str, low: int, end: int, *, least: int, most: int, target: int, count: Counter
+    text: str, low: int, end: int, *, allowance: int, count: Counter
 ) -> tuple[int, int] | None:
     """Find where a chunk may start inside the tail ``text[low:end]`` of the previous one.
 
-    Only boundaries are candidates (`starts_boundary`: a sentence, a list
-    item, a table row, a heading, a paragraph): a fragment such as "old the
-    listing is..." is what users see as the chunk's excerpt. Of the starts
-    whose overlap takes ``least`` to ``most`` tokens, the one nearest
-    ``target`` wins; with none in that range there is no overlap.
+    Candidates are word starts; a sentence (or line) start is preferred when
+    it keeps at least half the overlap the best word start would.
 
     Args:
         text: The whole source text.
         low: The earliest allowed start.
         end: The end of the previous chunk.
-        least: Fewest tokens an overlap may take.
-        most: Most tokens of ``text[start:end]``.
-        target: The overlap aimed at.
+        allowance: Maximum tokens of ``text[start:end]``.
         count: Counts the tokens of a string.
 
     Returns:
         ``(start, tokens of text[start:end])``, or None when no start fits.
     """
-    window = max(low, end - 8 * most)
-    starts = [
-        m.start()
-        for m in _WORD_START.finditer(text, window, end)
-        if starts_boundary(text, m.start())
-    ]
-    first = _earliest_fitting(text, starts, end, most, count)
-    if first is None:
+    window = max(low, end - 8 * allowance)
+    words = [m.start() for m in _WORD_START.finditer(text, window, end)]
+    word = _earliest_fitting(text, words, end, allowance, count)
+    if word is None:
         return None
-    best, k = first, starts.index(first[0]) + 1
-    while k < len(starts):
-        tokens = count(text[starts[k] : end])
-        if tokens < least or abs(tokens - target) >= abs(best[1] - target):
-            break
-        best, k = (starts[k], tokens), k + 1
-    return best if best[1] >= max(1, least) else None
+    sentences = [p for p in words if p >= word[0] and _starts_sentence(text, p)]
+    sentence = _earliest_fitting(text, sentences, end, allowance, count)
+    return sentence if sentence and 2 * sentence[1] >= word[1] else word
 
 
-_ITEM = re.compile(
-    r"(?:[-*+\u2022]|\d+(?:\.\d+)+[.)]?|\d+[.)]|[a-zA-Z][.)]|\([a-zA-Z0-9]+\))\s|[|#]"
-)
-_CLOSERS = "\"')]\u2019\u201d\u00bb*_"
-_ENDS = ".?!"
-_ABBREVIATIONS = frozenset({"e.g", "i.e", "etc", "cf", "vs", "no", "mr", "mrs", "ms", "dr", "st"})
-
-
-def starts_boundary(text: str, position: int) -> bool:
-    """Tell whether a word starting at ``position`` starts a sentence, item or row.
-
-    True at the start of the text, at a paragraph start (after a blank line),
-    at a line that opens a list item, table row or heading, at a line after
-    one ending a sentence (or a colon, which introduces a list), and after
-    ``.``/``?``/``!`` (closing quotes and brackets allowed) when the word
-    does not start in lower case and the dot does not end an abbreviation.
-    A hard-wrapped line that merely continues a sentence is not a boundary.
-    """
-    line = text.rfind("\n", 0, position) + 1
-    if not text[line:position].strip():
-        if line == 0 or _ITEM.match(text, position):
-            return True
-        before = text[: line - 1].rstrip(" \t").rstrip(_CLOSERS)
-        return not before or before[-1] in _ENDS + ":\n"
+def _starts_sentence(text: str, position: int) -> bool:
     back = position - 1
-    while back > line and text[back].isspace():
+    while back >= 0 and text[back].isspace():
+        if text[back] == "\n":
+            return True
         back -= 1
-    while back > line and text[back] in _CLOSERS:
-        back -= 1
-    if text[back] not in _ENDS or text[position].islower():
-        return False
-    word = text[line:back].rsplit(None, 1)[-1].lstrip("(\"'").lower() if back > line else ""
-    return word not in _ABBREVIATIONS
+    return back < 0 or text[back] in ".?!:;"
 
 
 def _earliest_fitting(

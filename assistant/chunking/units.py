@@ -85,7 +85,6 @@ class Context:
         self.window = window
         self.max_tokens = settings.max_tokens
         self.overlap = settings.overlap_tokens
-        self.overlap_bounds = settings.overlap_bounds
         self.min_tokens = settings.min_tokens
         self.tokenizer = tokenizer
         self._small: dict[str, int] = {}
