@@ -49,6 +49,7 @@ OWNERS: dict[str, str | tuple[str, ...]] = {
     "bm25s": "assistant.retrieval.lexical",
     "Stemmer": "assistant.retrieval.lexical",
     "pypdf": "assistant.documents.pdf",
+    "pdfplumber": "assistant.documents.pdf",
     "docx": "assistant.documents.docx",
     "bs4": "assistant.documents.html",
     "yaml": "assistant.documents.frontmatter",

@@ -182,3 +182,89 @@ def _first_chunk(doc: Document) -> Chunk:
 
     settings = ChunkingSettings()
     return chunk_document(doc, settings=settings, tokenizer=get_tokenizer(settings.encoding))[0]
+
+
+def _xmp(*descriptions: str) -> str:
+    body = "".join(f'<rdf:Description rdf:about="" {d}</rdf:Description>' for d in descriptions)
+    return (
+        '<x:xmpmeta xmlns:x="adobe:ns:meta/">'
+        f'<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">{body}</rdf:RDF>'
+        "</x:xmpmeta>"
+    )
+
+
+DC_DATE = (
+    'xmlns:dc="http://purl.org/dc/elements/1.1/">'
+    "<dc:date><rdf:Seq><rdf:li>2024-02-01</rdf:li></rdf:Seq></dc:date>"
+)
+PDFX_EFFECTIVE = (
+    'xmlns:pdfx="http://ns.adobe.com/pdfx/1.3/"><pdfx:EffectiveDate>2024-03-01</pdfx:EffectiveDate>'
+)
+
+
+def _pdf_with_xmp(text: str, xmp: str) -> bytes:
+    pdf = FPDF()
+    pdf.set_font("helvetica", size=12)
+    pdf.add_page()
+    pdf.multi_cell(0, 8, text, new_x="LMARGIN", new_y="NEXT")
+    pdf.set_xmp_metadata(xmp)
+    return bytes(pdf.output())
+
+
+def test_pdf_xmp_dates_are_explicit_metadata_and_win_over_the_text() -> None:
+    stated = _pdf_with_xmp("Effective: 1 July 2025.", _xmp(DC_DATE, PDFX_EFFECTIVE))
+    meta = parse_pdf(stated, source="x.pdf", fallback_title="X").meta
+    assert (meta.effective_date, meta.date_source) == ("2024-03-01", "XMP metadata")
+    dc_only = _pdf_with_xmp("Effective: 1 July 2025.", _xmp(DC_DATE))
+    meta = parse_pdf(dc_only, source="x.pdf", fallback_title="X").meta
+    assert (meta.effective_date, meta.date_source) == ("2024-02-01", "XMP metadata")
+
+
+def test_pdf_with_broken_xmp_still_dates_from_its_text() -> None:
+    broken = _pdf_with_xmp("Effective: 1 July 2025.", "<x:xmpmeta><rdf:RDF>")
+    meta = parse_pdf(broken, source="x.pdf", fallback_title="X").meta
+    assert (meta.effective_date, meta.date_source) == ("2025-07-01", "text")
+
+
+def _with_custom(data: bytes, name: str, value: str) -> bytes:
+    """Add a custom document property, as Word's File > Properties > Custom does."""
+    import zipfile
+
+    custom = (
+        '<Properties xmlns="http://schemas.openxmlformats.org/officeDocument/2006/'
+        'custom-properties" xmlns:vt="http://schemas.openxmlformats.org/officeDocument/2006/'
+        f'docPropsVTypes"><property fmtid="{{D5CDD505-2E9C-101B-9397-08002B2CF9AE}}" pid="2" '
+        f'name="{name}"><vt:lpwstr>{value}</vt:lpwstr></property></Properties>'
+    )
+    extra = {
+        "[Content_Types].xml": (
+            b"</Types>",
+            b'<Override PartName="/docProps/custom.xml" ContentType="application/vnd.'
+            b'openxmlformats-officedocument.custom-properties+xml"/></Types>',
+        ),
+        "_rels/.rels": (
+            b"</Relationships>",
+            b'<Relationship Id="rIdC" Type="http://schemas.openxmlformats.org/officeDocument/'
+            b'2006/relationships/custom-properties" Target="docProps/custom.xml"/>'
+            b"</Relationships>",
+        ),
+    }
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as src, zipfile.ZipFile(out, "w") as dst:
+        for item in src.namelist():
+            body = src.read(item)
+            if item in extra:
+                body = body.replace(*extra[item])
+            dst.writestr(item, body)
+        dst.writestr("docProps/custom.xml", custom)
+    return out.getvalue()
+
+
+def test_docx_custom_properties_win_over_the_text_and_the_timestamps() -> None:
+    data = _with_custom(_docx("Effective from 1 January 2025."), "Effective Date", "2026-01-01")
+    meta = parse_docx(data, source="d.docx", fallback_title="D").meta
+    assert (meta.effective_date, meta.date_source) == ("2026-01-01", "custom properties")
+    revised = _with_custom(_docx("Dividends are paid yearly."), "Last Revised", "2025-11-30")
+    meta = parse_docx(revised, source="d.docx", fallback_title="D").meta
+    assert meta.updated_date == "2025-11-30"
+    assert meta.effective_date == "2019-03-04"  # still the created stamp: nothing states it

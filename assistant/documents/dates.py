@@ -19,10 +19,12 @@ from dataclasses import dataclass
 from assistant.types import DocMeta
 
 __all__ = [
+    "CUSTOM_PROPERTIES",
     "FRONT_MATTER",
     "META_TAG",
     "PROPERTIES",
     "TEXT",
+    "XMP",
     "DateClaim",
     "dates_in_text",
     "parse_date",
@@ -32,6 +34,8 @@ __all__ = [
 FRONT_MATTER = "front matter"
 META_TAG = "meta tag"
 PROPERTIES = "document properties"
+CUSTOM_PROPERTIES = "custom properties"
+XMP = "XMP metadata"
 TEXT = "text"
 
 # Only the top of a document states its dates; further down "effective" is policy

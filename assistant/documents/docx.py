@@ -6,8 +6,9 @@ gives the title; ``Heading N`` starts a level-N section; list paragraphs
 (``- `` for bullets, ``1.``, ``4.2`` or ``b)`` for numbered clauses; numbered
 headings keep their number); tables become pipe
 tables with a header separator; other paragraphs become paragraph blocks.
-Dates come from an "Effective ..." line near the top, else from the core
-properties' created and modified stamps.
+Dates come from a custom document property naming "effective" (or "updated",
+"revised"; Word's File > Properties > Custom), then an "Effective ..." line near
+the top, else from the core properties' created and modified stamps.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import re
 import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from xml.etree import ElementTree
 
 import docx
 from docx.opc.exceptions import OpcError
@@ -26,7 +28,13 @@ from docx.text.paragraph import Paragraph
 from assistant.documents.assemble import SectionAssembler
 from assistant.documents.base import Extracted
 from assistant.documents.builder import TextBuilder, collapse, table_lines
-from assistant.documents.dates import PROPERTIES, DateClaim, parse_date, resolve_dates
+from assistant.documents.dates import (
+    CUSTOM_PROPERTIES,
+    PROPERTIES,
+    DateClaim,
+    parse_date,
+    resolve_dates,
+)
 from assistant.documents.decode import check_line_lengths
 from assistant.errors import DocumentError
 from assistant.types import BlockKind, DocMeta
@@ -67,6 +75,7 @@ def parse_docx(data: bytes, *, source: str, fallback_title: str) -> Extracted:
         core = document.core_properties
         core_title = collapse(core.title or "")
         stamps = DateClaim(PROPERTIES, parse_date(core.created), parse_date(core.modified))
+        custom = _custom_dates(document)
     except _CORRUPT as exc:
         raise DocumentError(source, f"corrupt or unreadable DOCX: {exc}") from exc
     title_piece = next((p.text for p in pieces if p.level == -1), "")
@@ -82,8 +91,30 @@ def parse_docx(data: bytes, *, source: str, fallback_title: str) -> Extracted:
             assembler.block(piece.kind, start, end)
     text = builder.text()
     check_line_lengths(text, source=source)
-    meta = resolve_dates(DocMeta(title=title), text, implied=(stamps,))
+    meta = resolve_dates(DocMeta(title=title), text, explicit=(custom,), implied=(stamps,))
     return Extracted(text=text, meta=meta, sections=assembler.finish(end=len(text)))
+
+
+_CUSTOM_PART = "/docProps/custom.xml"
+_UPDATED_NAMES = ("updated", "revised", "modified", "amended")
+
+
+def _custom_dates(document: docx.document.Document) -> DateClaim:
+    """Return the dates the custom document properties state ("Effective Date": 2026-01-01)."""
+    part = next(
+        (p for p in document.part.package.iter_parts() if str(p.partname) == _CUSTOM_PART), None
+    )
+    if part is None:
+        return DateClaim(CUSTOM_PROPERTIES)
+    values: dict[str, str] = {}
+    for prop in ElementTree.fromstring(part.blob):
+        name = str(prop.get("name", "")).casefold()
+        values[name] = "".join(prop.itertext()).strip()
+    effective = next((parse_date(v) for k, v in values.items() if "effective" in k), "")
+    updated = next(
+        (parse_date(v) for k, v in values.items() if any(n in k for n in _UPDATED_NAMES)), ""
+    )
+    return DateClaim(CUSTOM_PROPERTIES, effective, updated)
 
 
 def _pieces(items: Iterator[Paragraph | Table], numbering: _Numbering) -> Iterator[_Piece]:

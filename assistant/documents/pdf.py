@@ -1,13 +1,20 @@
-"""PDF → text, page offsets and sections (pypdf).
+"""PDF → text, page offsets, sections and tables (pdfplumber for layout, pypdf for the rest).
 
-Pages are joined with a blank line; ``page_starts`` records where each begins.
-With an outline (bookmarks), each entry starts a section at its heading line
-when that line is found on its page, else at the page start; without one, each
-page is a section ``(title, "Page n")``. Hard-wrapped lines are joined into
-paragraphs (`_reflow`); a page-number line at a page's top or foot is dropped.
-Blocks are those paragraphs, kept to a moderate size. Dates come from a custom
-info key naming "effective", an "Effective ..." line near the top, then the info's
-creation and modification dates.
+pdfplumber reads each page's words with their position, size and font, and the
+ruled tables; `assistant.documents.pdflayout` turns them into reading order
+(columns), paragraphs, headings and pipe tables, dropping running headers,
+footers and page numbers. pypdf reads the outline, the document info and the
+XMP metadata. If pdfplumber cannot read a file that pypdf can, the text comes
+from pypdf lines (`_reflow`) as before. Pages are joined with a blank line;
+``page_starts`` records where each begins.
+
+Sections: with an outline (bookmarks), each entry starts a section at its
+heading line when that line is found on its page, else at the page start;
+without one, headings come from font size and weight; with neither, each page
+is a section ``(title, "Page n")``. A PDF whose pages are only images (a scan)
+is refused with a message that says so. Dates come from a custom info key
+naming "effective", the XMP dates, an "Effective ..." line near the top, then
+the info's creation and modification dates.
 """
 
 from __future__ import annotations
@@ -17,18 +24,22 @@ import io
 import logging
 import re
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+import pdfplumber
+from pdfplumber.pdf import PDF
 from pypdf import PdfReader
 from pypdf.errors import PyPdfError
 
+from assistant.documents import pdflayout
 from assistant.documents.assemble import SectionAssembler
 from assistant.documents.base import Extracted
 from assistant.documents.builder import collapse
-from assistant.documents.dates import PROPERTIES, DateClaim, parse_date, resolve_dates
+from assistant.documents.dates import PROPERTIES, XMP, DateClaim, parse_date, resolve_dates
 from assistant.documents.decode import check_line_lengths, normalise_newlines
 from assistant.errors import DocumentError
-from assistant.types import DocMeta
+from assistant.types import BlockKind, DocMeta
 
 __all__ = ["load", "parse_pdf"]
 
@@ -73,6 +84,16 @@ class _Entry:
     page: int  # 0-based
 
 
+@dataclass(frozen=True, slots=True)
+class _Laid:
+    """The document's text with where its tables and font-size headings are."""
+
+    text: str
+    starts: tuple[int, ...]
+    tables: tuple[tuple[int, int], ...]
+    headings: tuple[_Heading, ...]
+
+
 def parse_pdf(data: bytes, *, source: str, fallback_title: str) -> Extracted:
     """Extract text, page offsets and sections from a PDF.
 
@@ -85,31 +106,165 @@ def parse_pdf(data: bytes, *, source: str, fallback_title: str) -> Extracted:
         The extracted text, metadata, sections and ``page_starts``.
 
     Raises:
-        DocumentError: The PDF is corrupt, encrypted, or has no extractable text.
+        DocumentError: The PDF is corrupt, encrypted, a scan (only images), or has
+            no extractable text.
     """
     reader = _open(data, source=source)
-    raw = [_page_lines(reader, i, source=source) for i in range(_page_count(reader, source))]
+    count = _page_count(reader, source)
+    entries = _outline(reader, source=source)
+    laid = _layout(data, source=source, outline=entries)
+    if laid is None:
+        laid = _pypdf_text(reader, count, entries, source=source)
+    check_line_lengths(laid.text, source=source)
+    title = _title(reader, entries) or _heading_title(laid) or fallback_title
+    assembler = SectionAssembler(title=title, title_level=0, start_page=1)
+    if entries:
+        headings = _place_entries(laid.text, laid.starts, entries)
+    elif laid.headings:
+        headings = list(laid.headings)
+    else:
+        headings = [_Heading(f"Page {n}", 1, s, False) for n, s in enumerate(laid.starts, start=1)]
+    _emit(assembler, laid, headings)
+    explicit, implied = _info_dates(reader)
+    xmp_stated, xmp_stamps = _xmp_dates(reader)
+    meta = resolve_dates(
+        DocMeta(title=title),
+        laid.text,
+        explicit=(explicit, xmp_stated),
+        implied=(implied, xmp_stamps),
+    )
+    return Extracted(laid.text, meta, assembler.finish(end=len(laid.text)), page_starts=laid.starts)
+
+
+def _heading_title(laid: _Laid) -> str:
+    """The first top-level font-size heading on page 1, when it opens the page."""
+    first = laid.headings[0] if laid.headings else None
+    page_two = laid.starts[1] if len(laid.starts) > 1 else len(laid.text)
+    if first and first.level == 1 and first.start < page_two:
+        return first.title
+    return ""
+
+
+# --- layout (pdfplumber) --------------------------------------------------------
+
+
+def _layout(data: bytes, *, source: str, outline: list[_Entry]) -> _Laid | None:
+    """Read every page with pdfplumber; None when it cannot read the file."""
+    try:
+        with pdfplumber.open(io.BytesIO(data)) as pdf:
+            pages, images = _pages(pdf)
+    except Exception as exc:  # pdfminer raises many kinds on damaged files
+        logger.warning("%s: layout unreadable (%s); reading plain text", source, exc)
+        return None
+    if not any(page.words for page in pages):
+        if images:
+            raise DocumentError(
+                source,
+                f"scanned PDF: its {len(pages)} page(s) are images with no text layer "
+                "(OCR is not supported), so it was not indexed",
+            )
+        raise DocumentError(source, "no extractable text (a scanned PDF? OCR is not supported)")
+    scanned = [n for n, page in enumerate(pages, start=1) if not page.words and n in images]
+    if scanned:
+        logger.warning("%s: page(s) %s are images with no text (scanned?)", source, scanned)
+    pages = pdflayout.strip_furniture(pages)
+    styles = pdflayout.heading_styles(pages)
+    return _assemble(pages, styles, outline=outline)
+
+
+def _pages(pdf: PDF) -> tuple[list[pdflayout.Page], set[int]]:
+    """Return each page's words and tables, and the numbers of pages holding images."""
+    pages, images = [], set()
+    for number, page in enumerate(pdf.pages, start=1):
+        if page.images:
+            images.add(number)
+        tables = tuple(
+            pdflayout.TableBox(t.bbox[0], t.bbox[2], t.bbox[1], t.bbox[3], rows)
+            for t in page.find_tables()
+            if (rows := _rows(t.extract()))
+        )
+        words = tuple(
+            pdflayout.Word(
+                w["text"].replace("\x00", ""),
+                w["x0"],
+                w["x1"],
+                w["top"],
+                w["bottom"],
+                float(w["size"]),
+                pdflayout.is_bold(str(w["fontname"])),
+            )
+            for w in page.extract_words(extra_attrs=["fontname", "size"])
+            if w["text"].strip("\x00").strip()
+        )
+        pages.append(pdflayout.Page(float(page.width), float(page.height), words, tables))
+    return pages, images
+
+
+def _rows(cells: Sequence[Sequence[str | None]]) -> tuple[tuple[str, ...], ...]:
+    """Table rows as text; a table of one column or one row is left to the prose."""
+    rows = tuple(tuple(" ".join((c or "").split()) for c in row) for row in cells)
+    rows = tuple(row for row in rows if any(row))
+    return rows if len(rows) >= 2 and max(len(r) for r in rows) >= 2 else ()
+
+
+def _assemble(
+    pages: Sequence[pdflayout.Page],
+    styles: dict[tuple[float, bool], int],
+    *,
+    outline: list[_Entry],
+) -> _Laid:
+    texts: list[str] = []
+    tables: list[tuple[int, int]] = []
+    headings: list[_Heading] = []
+    starts: list[int] = []
+    pos, header = 0, None
+    for number, page in enumerate(pages):
+        starts.append(pos)
+        parts: list[str] = []
+        titles = frozenset(e.title.casefold() for e in outline if e.page == number)
+        for n, segment in enumerate(pdflayout.page_segments(page, styles, titles)):
+            text = segment.text
+            if segment.kind == "table":
+                rows = text.split("\n")
+                if n == 0 and header is not None:  # continued from the page before
+                    text = _continued(header, text)
+                header = text.split("\n")[0] if rows else None
+            else:
+                header = None
+            offset = pos + sum(len(p) + 2 for p in parts)
+            if segment.kind == "table":
+                tables.append((offset, offset + len(text)))
+            elif segment.kind == "heading" and not outline:
+                headings.append(_Heading(text, segment.level, offset, True))
+            parts.append(text)
+        page_text = "\n\n".join(parts)
+        texts.append(page_text)
+        pos += len(page_text) + 2
+    return _Laid("\n\n".join(texts) + "\n", tuple(starts), tuple(tables), tuple(headings))
+
+
+def _continued(header: str, table: str) -> str:
+    """Give a table continued from the previous page its header row, unless it repeats it."""
+    first = table.split("\n", 1)[0]
+    if first == header or first.count("|") != header.count("|"):
+        return table
+    rule = "|" + "---|" * (header.count("|") - 1)
+    return "\n".join([header, rule, first, *table.split("\n")[2:]])
+
+
+# --- plain text (pypdf), when pdfplumber cannot read the file ---------------------
+
+
+def _pypdf_text(reader: PdfReader, count: int, entries: list[_Entry], *, source: str) -> _Laid:
+    raw = [_page_lines(reader, i, source=source) for i in range(count)]
     if not any(line.strip() for page in raw for line in page):
         raise DocumentError(source, "no extractable text (a scanned PDF? OCR is not supported)")
-    entries = _outline(reader, source=source)
     width = max((len(line) for page in raw for line in page), default=0)
     pages = [
         _reflow(lines, {e.title.casefold() for e in entries if e.page == i}, width)
         for i, lines in enumerate(raw)
     ]
-    text = "\n\n".join(pages) + "\n"
-    check_line_lengths(text, source=source)
-    starts = tuple(_page_starts(pages))
-    title = _title(reader, entries) or fallback_title
-    assembler = SectionAssembler(title=title, title_level=0, start_page=1)
-    if entries:
-        headings = _place_entries(text, starts, entries)
-    else:
-        headings = [_Heading(f"Page {n}", 1, s, False) for n, s in enumerate(starts, start=1)]
-    _emit(assembler, text, starts, headings)
-    explicit, implied = _info_dates(reader)
-    meta = resolve_dates(DocMeta(title=title), text, explicit=(explicit,), implied=(implied,))
-    return Extracted(text, meta, assembler.finish(end=len(text)), page_starts=starts)
+    return _Laid("\n\n".join(pages) + "\n", tuple(_page_starts(pages)), (), ())
 
 
 def _open(data: bytes, *, source: str) -> PdfReader:
@@ -227,6 +382,29 @@ def _info_dates(reader: PdfReader) -> tuple[DateClaim, DateClaim]:
     return stated, stamps
 
 
+def _xmp_dates(reader: PdfReader) -> tuple[DateClaim, DateClaim]:
+    """Return the dates the XMP packet states on purpose.
+
+    A custom property naming "effective" (Word and Acrobat export custom
+    document properties there), else ``dc:date``, is the effective date;
+    ``xmp:CreateDate``/``xmp:ModifyDate`` are a tool's timestamps (the second
+    claim, ranked with the info's stamps).
+    """
+    try:
+        xmp = reader.xmp_metadata
+        if xmp is None:
+            return DateClaim(XMP), DateClaim(XMP)
+        custom = {str(k).lower(): v for k, v in (xmp.custom_properties or {}).items()}
+        stated = next((parse_date(v) for k, v in custom.items() if "effective" in k), "")
+        dc_dates = xmp.dc_date or []
+        effective = stated or (parse_date(dc_dates[0]) if dc_dates else "")
+        stamps = DateClaim(XMP, parse_date(xmp.xmp_create_date), parse_date(xmp.xmp_modify_date))
+        return DateClaim(XMP, effective), stamps
+    except _CORRUPT as exc:
+        logger.debug("XMP metadata unreadable: %s", exc)
+        return DateClaim(XMP), DateClaim(XMP)
+
+
 def _outline(reader: PdfReader, *, source: str) -> list[_Entry]:
     entries: list[_Entry] = []
 
@@ -274,18 +452,29 @@ def _find_line(text: str, heading: str, start: int, end: int) -> int | None:
     return None
 
 
-def _emit(
-    assembler: SectionAssembler, text: str, starts: tuple[int, ...], headings: list[_Heading]
-) -> None:
-    """Feed headings and paragraph blocks to the assembler in text order."""
+def _emit(assembler: SectionAssembler, laid: _Laid, headings: list[_Heading]) -> None:
+    """Feed headings, paragraph and table blocks to the assembler in text order."""
+    text, starts = laid.text, laid.starts
     heading_lines = {h.start for h in headings if h.is_line}
     pending = list(reversed(headings))
     bounds = [*starts[1:], len(text) + 1]
     for number, (page_start, next_start) in enumerate(zip(starts, bounds, strict=True), start=1):
-        for start, end in _paragraphs(text, page_start, next_start - 2, heading_lines):
+        page_end = next_start - 2
+        tables = [t for t in laid.tables if page_start <= t[0] < page_end]
+        blocks: list[tuple[BlockKind, int, int]] = []
+        cursor = page_start
+        for table_start, table_end in [*tables, (page_end, page_end)]:
+            blocks += [
+                ("paragraph", a, b)
+                for a, b in _paragraphs(text, cursor, table_start, heading_lines)
+            ]
+            if table_start < table_end:
+                blocks.append(("table", table_start, table_end))
+            cursor = table_end
+        for kind, start, end in blocks:
             while pending and pending[-1].start <= start:
                 _heading(assembler, pending.pop(), starts)
-            assembler.block("paragraph", start, end, page=number)
+            assembler.block(kind, start, end, page=number)
     while pending:
         _heading(assembler, pending.pop(), starts)
 

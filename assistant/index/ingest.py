@@ -52,7 +52,7 @@ logger = logging.getLogger(__name__)
 
 # Bump when chunking changes shape, so every document is re-chunked once;
 # tests/test_pipeline_version.py fails when the sample chunks change without a bump.
-PIPELINE_VERSION = "6"
+PIPELINE_VERSION = "8"
 _EMBED_GROUP = 512
 # Chunks per embedding call inside a group, so progress moves every few seconds; a multiple
 # of the local model's batch (32) over length-sorted texts, so its batches stay the same.
