@@ -27,7 +27,7 @@ from assistant.index.reader import IndexReader
 from assistant.retrieval.retriever import Retriever
 from assistant.retrieval.view import SearchView
 from assistant.tokens import get_tokenizer
-from assistant.types import SearchResult
+from assistant.types import IndexSnapshot, SearchResult
 from tests.conftest import ROOT, ChromaServer, FakeEmbedder
 
 DOCS = {
@@ -160,7 +160,7 @@ def test_a_view_patched_row_by_row_is_what_a_full_build_gives(tmp_path: Path) ->
     ingest([docs], settings=settings, embedder=embedder)
     reader = IndexReader(settings.store, embedder_identity=embedder.identity, dimension=64)
     view = SearchView.build(reader.snapshot())
-    edits = [
+    edits: list[dict[str, str | None]] = [
         {"aaa.md": "# First\n\n## Alpha\n\nAlpha text.\n", "travel.md": None},
         {"middle.md": "# Middle\n\n## One\n\nFirst part, edited.\n", "zzz.md": "# Z\n\nZed.\n"},
     ]
@@ -218,6 +218,62 @@ def test_a_new_word_of_an_edited_document_is_found_without_a_bm25_rebuild(tmp_pa
     assert [h.chunk.chunk_id for h in hits] == [
         h.chunk.chunk_id for h in rebuilt.search("sabbatical three months").hits
     ]
+
+
+def slow_patches(monkeypatch: pytest.MonkeyPatch, reader: IndexReader, delay: float) -> None:
+    """Make the background patch of ``reader`` take at least ``delay`` seconds."""
+    patch = reader.patch
+
+    def slow(base: IndexSnapshot, generation: str) -> IndexSnapshot | None:
+        time.sleep(delay)
+        return patch(base, generation)
+
+    monkeypatch.setattr(reader, "patch", slow)
+
+
+@pytest.mark.parametrize(("wait", "found"), [(0.0, False), (0.05, False), (10.0, True)])
+def test_a_question_about_a_just_edited_document_waits_for_its_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wait: float, found: bool
+) -> None:
+    docs = write_docs(tmp_path / "docs")
+    settings = replace(Settings(), store=StoreSettings(path=tmp_path / "index"))
+    ingest([docs], settings=settings, embedder=FakeEmbedder())
+    retriever, reader = retriever_over(settings.store)
+    retriever.settings = replace(retriever.settings, refresh_wait_s=wait)
+    retriever.search("warm")
+    slow_patches(monkeypatch, reader, delay=0.5)
+
+    sabbatical = "\n## Sabbatical\n\nA sabbatical lasts three months.\n"
+    (docs / "leave.md").write_text(DOCS["leave.md"] + sabbatical)
+    ingest([docs], settings=settings, embedder=FakeEmbedder())
+    result = retriever.search("how long does a sabbatical last")
+
+    texts = [h.chunk.text for h in result.hits]
+    assert found == (not result.no_good_match)
+    assert found == any("sabbatical lasts three months" in t for t in texts)
+    waited = [t for t in result.trace if t.startswith("refresh: ") and "waited" in t]
+    assert bool(waited) == (wait > 0)
+
+
+def test_a_question_that_finds_a_match_does_not_wait_for_the_refresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs = write_docs(tmp_path / "docs")
+    settings = replace(Settings(), store=StoreSettings(path=tmp_path / "index"))
+    ingest([docs], settings=settings, embedder=FakeEmbedder())
+    retriever, reader = retriever_over(settings.store)
+    retriever.settings = replace(retriever.settings, refresh_wait_s=10.0)
+    retriever.search("warm")
+    slow_patches(monkeypatch, reader, delay=3.0)
+
+    (docs / "leave.md").write_text(DOCS["leave.md"] + "\n## Sabbatical\n\nThree months.\n")
+    ingest([docs], settings=settings, embedder=FakeEmbedder())
+    asked = time.monotonic()
+    result = retriever.search("emergency loans interest")
+
+    assert time.monotonic() - asked < 2.0
+    assert not result.no_good_match
+    assert "Emergency loans carry 12% interest" in result.hits[0].chunk.text
 
 
 def run_two_processes(tmp_path: Path, store: StoreSettings) -> None:
