@@ -244,14 +244,12 @@ class Retriever:
         """Step 2: dense and lexical scores of the eligible rows, and each one's top rows."""
         out, mask = run.scores, run.mask
         mode = self.settings.mode
+        query = np.zeros(0, dtype=np.float32)
         if mode != "lexical":
             with run.timed("embed"):
                 query = np.asarray(self._embedder.embed([run.question])[0], dtype=np.float32)
             with run.timed("dense"):
-                dense = run.readable.dense(query, len(run.chunks))
-                if mask is not None and mask is not run.readable.mask:
-                    dense = np.where(mask, dense, np.float32(-np.inf))
-                out.dense = dense
+                out.dense = run.readable.dense(query, len(run.chunks), mask)
                 out.dense_top = top_rows(out.dense, CANDIDATES)
         if mode != "dense":
             with run.timed("lexical"):
@@ -262,6 +260,9 @@ class Retriever:
                     lexical = np.where(mask, lexical, np.float32(0))
                 out.lexical = lexical
                 out.lexical_top = top_rows(lexical, CANDIDATES, positive_only=True)
+            if out.dense is not None:
+                # Over int8 vectors only the dense candidates got a cosine: fusion needs theirs.
+                run.readable.exact(out.dense, query, out.lexical_top)
         run.trace += _candidate_lines(out, run.chunks)
 
     def _fuse(self, run: _Run) -> None:
@@ -366,7 +367,7 @@ class Retriever:
     def _build_view(self, snapshot: IndexSnapshot) -> SearchView:
         _check_dimension(snapshot, self._embedder)
         t0 = time.perf_counter()
-        view = SearchView.build(snapshot)
+        view = SearchView.build(snapshot, int8_above=self.settings.dense_int8_above)
         logger.info(
             "search index for generation %s built: %d chunks in %.0f ms",
             snapshot.generation,

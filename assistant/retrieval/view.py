@@ -15,12 +15,13 @@ from __future__ import annotations
 import bisect
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
 
+from assistant.retrieval.dense import Int8Vectors, exact_scores, int8_candidates
 from assistant.retrieval.expansion import SectionKey, SectionText, section_key
 from assistant.retrieval.fusion import superseded_by
 from assistant.retrieval.lexical import FieldedLexicalIndex, PatchedLexicalIndex, path_words
@@ -47,7 +48,8 @@ class Readable:
     rows only, so BM25's IDF and average length, the title field's IDF and the
     document frequencies behind the "no good match" verdict and the unknown-word
     note never count a document the user cannot read. ``vectors`` are the
-    readable rows' vectors, contiguous, for the dense product.
+    readable rows' vectors, contiguous, for the dense product; ``int8`` the same
+    as int8 when the index is large enough to scan those (`assistant.retrieval.dense`).
     """
 
     rows: npt.NDArray[np.int64] | None
@@ -56,6 +58,7 @@ class Readable:
     vectors: npt.NDArray[np.float32]
     sources: tuple[str, ...]
     replaced_by: dict[str, frozenset[str]]
+    int8: Int8Vectors | None = None
 
     @property
     def count(self) -> int:
@@ -78,14 +81,42 @@ class Readable:
         full[self.rows] = scores
         return full
 
-    def dense(self, query: npt.NDArray[np.float32], size: int) -> npt.NDArray[np.float32]:
-        """Return the cosine per snapshot row, ``-inf`` for unreadable rows."""
+    def dense(
+        self,
+        query: npt.NDArray[np.float32],
+        size: int,
+        mask: npt.NDArray[np.bool_] | None = None,
+    ) -> npt.NDArray[np.float32]:
+        """Return the cosine per snapshot row, ``-inf`` for unreadable rows and outside ``mask``.
+
+        Over int8 vectors only the best `RESCORE` eligible rows get a cosine (exact);
+        `exact` gives others theirs.
+        """
+        local = mask if mask is None or self.rows is None else mask[self.rows]
+        if mask is not None and mask is self.mask:
+            local = None
+        if self.int8 is None:
+            scores = dense_scores(self.vectors, query, local)
+        else:
+            scores = int8_candidates(self.vectors, self.int8, query, local)
         if self.rows is None:
-            return dense_scores(self.vectors, query, None)
+            return scores
         out = np.full(size, -np.inf, dtype=np.float32)
-        if self.rows.size:
-            out[self.rows] = np.einsum("ij,j->i", self.vectors, query)
+        out[self.rows] = scores
         return out
+
+    def exact(
+        self,
+        scores: npt.NDArray[np.float32],
+        query: npt.NDArray[np.float32],
+        rows: Sequence[int],
+    ) -> None:
+        """Fill in the exact cosine of those readable ``rows`` (snapshot rows) left ``-inf``."""
+        wanted = np.asarray([r for r in rows if scores[r] == -np.inf], dtype=np.int64)
+        if not wanted.size:
+            return
+        local = wanted if self.rows is None else np.searchsorted(self.rows, wanted)
+        scores[wanted] = exact_scores(self.vectors, query, local)
 
 
 @dataclass(slots=True)
@@ -112,6 +143,10 @@ class SearchView:
     # Whether every chunk ID is ``source#ordinal`` (`chunk_id`), so it names its document.
     named_ids: bool = True
     row_cache: dict[str, int] | None = None
+    # The vectors as int8 for the dense scan (None: float32 only), kept when the
+    # index holds at least ``int8_above`` chunks.
+    int8: Int8Vectors | None = None
+    int8_above: int = 0
 
     @property
     def pending(self) -> bool:
@@ -153,8 +188,14 @@ class SearchView:
         return np.flatnonzero(self.source_ids == i)
 
     @classmethod
-    def build(cls, snapshot: IndexSnapshot, *, lexical: Lexical | None = None) -> SearchView:
-        """Derive the structures from ``snapshot`` (BM25 indexing dominates the cost)."""
+    def build(
+        cls, snapshot: IndexSnapshot, *, lexical: Lexical | None = None, int8_above: int = 0
+    ) -> SearchView:
+        """Derive the structures from ``snapshot`` (BM25 indexing dominates the cost).
+
+        ``int8_above``: keep int8 vectors for the dense scan from this many chunks
+        on (0: never).
+        """
         if lexical is None:
             lexical = FieldedLexicalIndex(
                 [c.text for c in snapshot.chunks],
@@ -170,6 +211,8 @@ class SearchView:
             replaced_by=superseded_by(snapshot.docs),
             generation=snapshot.generation,
             named_ids=all(c.chunk_id == chunk_id(c.source, c.ordinal) for c in snapshot.chunks),
+            int8=_int8_of(snapshot.vectors, int8_above),
+            int8_above=int8_above,
         )
 
     def readable(self, user: User) -> Readable:
@@ -197,7 +240,13 @@ class SearchView:
         sources = tuple(s for s, ok in zip(self.sources, allowed, strict=True) if ok)
         if allowed.all():
             return Readable(
-                None, None, self.lexical, self.snapshot.vectors, sources, self.replaced_by
+                None,
+                None,
+                self.lexical,
+                self.snapshot.vectors,
+                sources,
+                self.replaced_by,
+                self.int8,
             )
         mask: npt.NDArray[np.bool_] = allowed[self.source_ids]
         rows = np.flatnonzero(mask).astype(np.int64)
@@ -207,7 +256,9 @@ class SearchView:
         )
         vectors = np.ascontiguousarray(self.snapshot.vectors[rows])
         readable_docs = {s: docs[s] for s in sources if s in docs}
-        return Readable(rows, mask, lexical, vectors, sources, superseded_by(readable_docs))
+        int8 = None if self.int8 is None else self.int8.subset(rows)
+        replaced = superseded_by(readable_docs)
+        return Readable(rows, mask, lexical, vectors, sources, replaced, int8)
 
     def patched(self, snapshot: IndexSnapshot) -> SearchView | None:
         """Return the view of ``snapshot``, a patch of this view's, without a BM25 rebuild.
@@ -264,7 +315,19 @@ class SearchView:
             generation=snapshot.generation,
             named_ids=self.named_ids
             and all(c.chunk_id == chunk_id(c.source, c.ordinal) for c in fetched),
+            int8=self._int8_patched(snapshot, origin.rows),
+            int8_above=self.int8_above,
         )
+
+    def _int8_patched(
+        self, snapshot: IndexSnapshot, rows: npt.NDArray[np.int64]
+    ) -> Int8Vectors | None:
+        """Return int8 vectors for ``snapshot``: carried over by row mapping when there are some."""
+        if not self.int8_above or len(snapshot.chunks) < self.int8_above:
+            return None
+        if self.int8 is None:
+            return Int8Vectors.of(snapshot.vectors)
+        return self.int8.taken(rows, snapshot.vectors[rows < 0])
 
     def _patched_by_id(self, snapshot: IndexSnapshot) -> SearchView | None:
         """`patched` for a snapshot that does not say where its rows came from."""
@@ -285,7 +348,8 @@ class SearchView:
                 titles.append(title_field(chunk, snapshot.docs.get(chunk.source)))
         if len(texts) > _MAX_ADDED:
             return None
-        return SearchView.build(snapshot, lexical=PatchedLexicalIndex(root, rows, texts, titles))
+        lexical = PatchedLexicalIndex(root, rows, texts, titles)
+        return SearchView.build(snapshot, lexical=lexical, int8_above=self.int8_above)
 
     def mask(self, filters: SearchFilters | None) -> npt.NDArray[np.bool_] | None:
         """Return the eligible rows, or None when nothing is filtered or masked."""
@@ -317,6 +381,10 @@ class SearchView:
             cached = SectionText([chunks[r] for r in rows], tokenizer=tokenizer)
             self.section_cache[key] = cached
         return cached
+
+
+def _int8_of(vectors: npt.NDArray[np.float32], above: int) -> Int8Vectors | None:
+    return Int8Vectors.of(vectors) if above and vectors.shape[0] >= above else None
 
 
 def title_field(chunk: Chunk, meta: DocMeta | None) -> str:
