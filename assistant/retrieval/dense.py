@@ -29,6 +29,7 @@ RESCORE = 200
 _QUERY_LEVELS = 63
 # Below this share of eligible rows, gathering them for an exact scan is cheaper.
 _GATHER_SHARE = 16
+_BLOCK = 16384
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -49,8 +50,12 @@ class Int8Vectors:
         if scale is None:
             peak = float(np.abs(vectors).max()) if vectors.size else 1.0
             scale = 127.0 / (peak or 1.0)
-        matrix = np.clip(np.rint(vectors.T * np.float32(scale)), -127, 127).astype(np.int8)
-        return cls(np.ascontiguousarray(matrix), _column_sums(matrix), scale)
+        matrix = np.empty((vectors.shape[1], vectors.shape[0]), dtype=np.int8)
+        for start in range(0, vectors.shape[0], _BLOCK):  # blocks: no float copy of the whole
+            block = vectors[start : start + _BLOCK]
+            levels = np.clip(np.rint(block * np.float32(scale)), -127, 127)
+            matrix[:, start : start + block.shape[0]] = levels.T
+        return cls(matrix, _column_sums(matrix), scale)
 
     def taken(self, rows: npt.NDArray[np.int64], fresh: npt.NDArray[np.float32]) -> Int8Vectors:
         """Return the vectors of a patched snapshot: column ``rows[i]`` of these, or a fresh one.
