@@ -241,7 +241,7 @@ def test_a_question_about_a_just_edited_document_waits_for_its_rows(
     retriever, reader = retriever_over(settings.store)
     retriever.settings = replace(retriever.settings, refresh_wait_s=wait)
     retriever.search("warm")
-    slow_patches(monkeypatch, reader, delay=0.5)
+    slow_patches(monkeypatch, reader, delay=2.0)
 
     sabbatical = "\n## Sabbatical\n\nA sabbatical lasts three months.\n"
     (docs / "leave.md").write_text(DOCS["leave.md"] + sabbatical)
