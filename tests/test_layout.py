@@ -45,6 +45,7 @@ OWNERS: dict[str, str | tuple[str, ...]] = {
     "tiktoken": "assistant.tokens",
     "markdown_it": "assistant.documents.markdown",
     "onnxruntime": "assistant.embeddings.local",
+    "onnx": "assistant.embeddings.local",
     "tokenizers": "assistant.embeddings.local",
     "bm25s": "assistant.retrieval.lexical",
     "Stemmer": "assistant.retrieval.lexical",

@@ -13,22 +13,26 @@ patching off the question path.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import logging
 import os
 import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
 from assistant.config import StoreSettings
 from assistant.errors import IndexNotFoundError, StoreError
 from assistant.index.chroma import ChromaIndex, forget_cached_clients
 from assistant.index.commits import KEEP_RECORDS
-from assistant.types import IndexSnapshot
+from assistant.types import Chunk, IndexSnapshot, RowOrigin
 
 __all__ = ["IndexReader"]
 
@@ -191,22 +195,64 @@ def _read_only(settings: StoreSettings) -> bool:
 def _merge(
     base: IndexSnapshot, fresh: IndexSnapshot, affected: frozenset[str], *, generation: str
 ) -> IndexSnapshot:
-    """Return ``base`` without the ``affected`` rows, plus ``fresh``, ordered as a full load."""
-    keep = [i for i, chunk in enumerate(base.chunks) if chunk.chunk_id not in affected]
-    chunks = [base.chunks[i] for i in keep] + list(fresh.chunks)
-    order = sorted(range(len(chunks)), key=lambda i: (chunks[i].source, chunks[i].ordinal))
-    vectors = np.concatenate(
-        (base.vectors[np.asarray(keep, dtype=np.int64)], fresh.vectors.astype(np.float32))
-    )
-    if order != list(range(len(order))):
-        vectors = vectors[np.asarray(order, dtype=np.int64)]
-    sources = {chunk.source for chunk in chunks}
-    docs = {s: m for s, m in base.docs.items() if s in sources} | dict(fresh.docs)
-    roots = {s: r for s, r in base.roots.items() if s in sources} | dict(fresh.roots)
+    """Return ``base`` without the ``affected`` rows, plus ``fresh``, ordered as a full load.
+
+    A full load is ordered by (source, ordinal), and chunk IDs name their source
+    (`assistant.types.chunk_id`), so only the rows of the touched documents are
+    looked at: each is found by bisection and the rows between are kept as
+    slices. The work grows with the change, not with the index.
+    """
+    chunks, vectors = base.chunks, base.vectors
+    touched = {_source_of(c) for c in affected} | {c.source for c in fresh.chunks}
+    fetched: dict[str, list[int]] = {}
+    for i, chunk in enumerate(fresh.chunks):
+        fetched.setdefault(chunk.source, []).append(i)
+    # Alternating pieces: kept slices of ``base`` and the merged rows of one touched source.
+    row_pieces: list[Sequence[Chunk]] = []
+    vector_pieces: list[npt.NDArray[np.float32]] = []
+    origin: list[npt.NDArray[np.int64]] = []  # base row per row, -1 for a fetched one
+    start = 0
+    emptied: list[str] = []
+    for source in sorted(touched):
+        lo = bisect.bisect_left(chunks, source, lo=start, key=_chunk_source)
+        hi = bisect.bisect_right(chunks, source, lo=lo, key=_chunk_source)
+        row_pieces.append(chunks[start:lo])
+        vector_pieces.append(vectors[start:lo])
+        origin.append(np.arange(start, lo, dtype=np.int64))
+        merged = sorted(
+            [(chunks[r].ordinal, r) for r in range(lo, hi) if chunks[r].chunk_id not in affected]
+            + [(fresh.chunks[f].ordinal, -1 - f) for f in fetched.get(source, [])]
+        )
+        if not merged:
+            emptied.append(source)
+        rows = [r for _, r in merged]
+        row_pieces.append([chunks[r] if r >= 0 else fresh.chunks[-1 - r] for r in rows])
+        vector_pieces.append(
+            np.array(
+                [vectors[r] if r >= 0 else fresh.vectors[-1 - r] for r in rows], dtype=np.float32
+            ).reshape(-1, vectors.shape[1])
+        )
+        origin.append(np.array([max(r, -1) for r in rows], dtype=np.int64))
+        start = hi
+    row_pieces.append(chunks[start:])
+    vector_pieces.append(vectors[start:])
+    origin.append(np.arange(start, len(chunks), dtype=np.int64))
+    docs = {s: m for s, m in base.docs.items() if s not in emptied} | dict(fresh.docs)
+    roots = {s: r for s, r in base.roots.items() if s not in emptied} | dict(fresh.roots)
     return IndexSnapshot(
         generation=generation,
-        chunks=tuple(chunks[i] for i in order),
-        vectors=vectors,
+        chunks=tuple(itertools.chain.from_iterable(row_pieces)),
+        vectors=np.concatenate(vector_pieces),
         docs=docs,
         roots=roots,
+        origin=RowOrigin(base.generation, np.concatenate(origin)),
     )
+
+
+def _source_of(chunk_id: str) -> str:
+    """Return the source a chunk ID names (IDs are ``source#ordinal``)."""
+    return chunk_id.rpartition("#")[0]
+
+
+def _chunk_source(chunk: Chunk) -> str:
+    return chunk.source

@@ -172,11 +172,50 @@ class Retriever:
         view = self._current_view()
         k = self.settings.top_k if k is None else max(1, k)
         # Tokenizers raise on lone surrogates; whatever the caller passes is searchable.
-        readable = view.readable(user)
-        run = _Run(valid_unicode(question), view, k, filters, started=started, readable=readable)
+        question = valid_unicode(question)
+        run = _Run(question, view, k, filters, started=started, readable=view.readable(user))
+        self._run_steps(run)
+        waited = self._wait_for_rows(run)
+        if waited is not None:
+            view, note = waited
+            run = _Run(question, view, k, filters, started=started, readable=view.readable(user))
+            run.trace.append(note)
+            self._run_steps(run)
+        return self._result(run)
+
+    def _run_steps(self, run: _Run) -> None:
         for step in (self._restrict, self._score, self._fuse, self._expand, self._judge):
             step(run)
-        return self._result(run)
+
+    def _wait_for_rows(self, run: _Run) -> tuple[SearchView, str] | None:
+        """Return the view to search again when ``run`` found nothing on a pending view.
+
+        Between an ingest and the end of its patch, an edited or added document is
+        left out (`assistant.retrieval.freshness`); a question about it would get
+        "no good match". It waits up to ``refresh_wait_s`` for the rows instead,
+        and is searched once more if they came.
+        """
+        wait = self.settings.refresh_wait_s
+        verdict = run.verdict
+        if self._fresh is None or not run.view.pending or wait <= 0:
+            return None
+        if verdict is None or not verdict.no_good_match:
+            return None
+        t0 = time.perf_counter()
+        settled = self._fresh.wait(wait)
+        took = (time.perf_counter() - t0) * 1000
+        view = self._fresh.current()
+        if not settled or view is run.view:
+            run.trace.append(
+                f"refresh: waited {took:.0f} ms for the rows of generation "
+                f"{run.view.generation}; not loaded yet"
+            )
+            return None
+        note = (
+            f"refresh: no good match while generation {run.view.generation} was loading; "
+            f"waited {took:.0f} ms for its rows and searched again"
+        )
+        return view, note
 
     def _restrict(self, run: _Run) -> None:
         """Step 1: the rows the user may read and the filters allow (None: every row)."""
@@ -205,14 +244,12 @@ class Retriever:
         """Step 2: dense and lexical scores of the eligible rows, and each one's top rows."""
         out, mask = run.scores, run.mask
         mode = self.settings.mode
+        query = np.zeros(0, dtype=np.float32)
         if mode != "lexical":
             with run.timed("embed"):
                 query = np.asarray(self._embedder.embed([run.question])[0], dtype=np.float32)
             with run.timed("dense"):
-                dense = run.readable.dense(query, len(run.chunks))
-                if mask is not None and mask is not run.readable.mask:
-                    dense = np.where(mask, dense, np.float32(-np.inf))
-                out.dense = dense
+                out.dense = run.readable.dense(query, len(run.chunks), mask)
                 out.dense_top = top_rows(out.dense, CANDIDATES)
         if mode != "dense":
             with run.timed("lexical"):
@@ -223,6 +260,9 @@ class Retriever:
                     lexical = np.where(mask, lexical, np.float32(0))
                 out.lexical = lexical
                 out.lexical_top = top_rows(lexical, CANDIDATES, positive_only=True)
+            if out.dense is not None:
+                # Over int8 vectors only the dense candidates got a cosine: fusion needs theirs.
+                run.readable.exact(out.dense, query, out.lexical_top)
         run.trace += _candidate_lines(out, run.chunks)
 
     def _fuse(self, run: _Run) -> None:
@@ -327,7 +367,7 @@ class Retriever:
     def _build_view(self, snapshot: IndexSnapshot) -> SearchView:
         _check_dimension(snapshot, self._embedder)
         t0 = time.perf_counter()
-        view = SearchView.build(snapshot)
+        view = SearchView.build(snapshot, int8_above=self.settings.dense_int8_above)
         logger.info(
             "search index for generation %s built: %d chunks in %.0f ms",
             snapshot.generation,

@@ -12,19 +12,21 @@ so a reader serves at once without them while the patched view is built
 
 from __future__ import annotations
 
+import bisect
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
 
+from assistant.retrieval.dense import Int8Vectors, exact_scores, int8_candidates
 from assistant.retrieval.expansion import SectionKey, SectionText, section_key
 from assistant.retrieval.fusion import superseded_by
 from assistant.retrieval.lexical import FieldedLexicalIndex, PatchedLexicalIndex, path_words
 from assistant.tokens import Tokenizer
-from assistant.types import Chunk, DocMeta, IndexSnapshot, SearchFilters, User
+from assistant.types import Chunk, DocMeta, IndexSnapshot, SearchFilters, User, chunk_id
 
 __all__ = ["Readable", "SearchView", "dense_scores", "title_field"]
 
@@ -46,7 +48,8 @@ class Readable:
     rows only, so BM25's IDF and average length, the title field's IDF and the
     document frequencies behind the "no good match" verdict and the unknown-word
     note never count a document the user cannot read. ``vectors`` are the
-    readable rows' vectors, contiguous, for the dense product.
+    readable rows' vectors, contiguous, for the dense product; ``int8`` the same
+    as int8 when the index is large enough to scan those (`assistant.retrieval.dense`).
     """
 
     rows: npt.NDArray[np.int64] | None
@@ -55,6 +58,7 @@ class Readable:
     vectors: npt.NDArray[np.float32]
     sources: tuple[str, ...]
     replaced_by: dict[str, frozenset[str]]
+    int8: Int8Vectors | None = None
 
     @property
     def count(self) -> int:
@@ -77,34 +81,72 @@ class Readable:
         full[self.rows] = scores
         return full
 
-    def dense(self, query: npt.NDArray[np.float32], size: int) -> npt.NDArray[np.float32]:
-        """Return the cosine per snapshot row, ``-inf`` for unreadable rows."""
+    def dense(
+        self,
+        query: npt.NDArray[np.float32],
+        size: int,
+        mask: npt.NDArray[np.bool_] | None = None,
+    ) -> npt.NDArray[np.float32]:
+        """Return the cosine per snapshot row, ``-inf`` for unreadable rows and outside ``mask``.
+
+        Over int8 vectors only the best `RESCORE` eligible rows get a cosine (exact);
+        `exact` gives others theirs.
+        """
+        local = mask if mask is None or self.rows is None else mask[self.rows]
+        if mask is not None and mask is self.mask:
+            local = None
+        if self.int8 is None:
+            scores = dense_scores(self.vectors, query, local)
+        else:
+            scores = int8_candidates(self.vectors, self.int8, query, local)
         if self.rows is None:
-            return dense_scores(self.vectors, query, None)
+            return scores
         out = np.full(size, -np.inf, dtype=np.float32)
-        if self.rows.size:
-            out[self.rows] = np.einsum("ij,j->i", self.vectors, query)
+        out[self.rows] = scores
         return out
+
+    def exact(
+        self,
+        scores: npt.NDArray[np.float32],
+        query: npt.NDArray[np.float32],
+        rows: Sequence[int],
+    ) -> None:
+        """Fill in the exact cosine of those readable ``rows`` (snapshot rows) left ``-inf``."""
+        wanted = np.asarray([r for r in rows if scores[r] == -np.inf], dtype=np.int64)
+        if not wanted.size:
+            return
+        local = wanted if self.rows is None else np.searchsorted(self.rows, wanted)
+        scores[wanted] = exact_scores(self.vectors, query, local)
 
 
 @dataclass(slots=True)
 class SearchView:
-    """Structures derived from one snapshot generation (rebuilt when it changes)."""
+    """Structures derived from one snapshot generation (rebuilt when it changes).
+
+    A section's rows and a chunk ID's row are looked up through ``source_ids``
+    (the rows of one document) rather than kept in per-chunk maps, so a view
+    patched from another costs work for the changed rows only (`patched`).
+    """
 
     snapshot: IndexSnapshot
     lexical: Lexical
     sources: tuple[str, ...]
     source_ids: npt.NDArray[np.int32]
-    sections: dict[SectionKey, list[int]]
     replaced_by: dict[str, frozenset[str]]
     section_cache: dict[SectionKey, SectionText] = field(default_factory=dict)
     readable_cache: OrderedDict[bytes, Readable] = field(default_factory=OrderedDict)
     readable_lock: threading.Lock = field(default_factory=threading.Lock)
-    row_of: dict[str, int] = field(default_factory=dict)
     # The generation this view answers for; newer than the snapshot's when rows are masked.
     generation: str = ""
     # Rows that may be served (None: all): False for rows a newer ingest wrote or deleted.
     live: npt.NDArray[np.bool_] | None = None
+    # Whether every chunk ID is ``source#ordinal`` (`chunk_id`), so it names its document.
+    named_ids: bool = True
+    row_cache: dict[str, int] | None = None
+    # The vectors as int8 for the dense scan (None: float32 only), kept when the
+    # index holds at least ``int8_above`` chunks.
+    int8: Int8Vectors | None = None
+    int8_above: int = 0
 
     @property
     def pending(self) -> bool:
@@ -120,13 +162,40 @@ class SearchView:
         live = np.ones(len(self.snapshot.chunks), dtype=np.bool_)
         if self.live is not None:
             live = self.live.copy()
-        rows = [self.row_of[c] for c in chunk_ids if c in self.row_of]
-        live[np.asarray(rows, dtype=np.int64)] = False
+        live[np.asarray(self.rows_of(chunk_ids), dtype=np.int64)] = False
         return replace(self, live=live, generation=generation)
 
+    def rows_of(self, chunk_ids: Iterable[str]) -> list[int]:
+        """Return the rows of those of ``chunk_ids`` this view holds."""
+        if not self.named_ids:
+            if self.row_cache is None:
+                self.row_cache = {c.chunk_id: r for r, c in enumerate(self.snapshot.chunks)}
+            return [self.row_cache[c] for c in chunk_ids if c in self.row_cache]
+        by_source: dict[str, list[str]] = {}
+        for cid in chunk_ids:
+            by_source.setdefault(cid.rpartition("#")[0], []).append(cid)
+        chunks, found = self.snapshot.chunks, []
+        for source, ids in by_source.items():
+            here = {chunks[r].chunk_id: int(r) for r in self.source_rows(source)}
+            found += [here[c] for c in ids if c in here]
+        return found
+
+    def source_rows(self, source: str) -> npt.NDArray[np.int64]:
+        """Return the rows of ``source``, in row order."""
+        i = bisect.bisect_left(self.sources, source)
+        if i == len(self.sources) or self.sources[i] != source:
+            return np.zeros(0, dtype=np.int64)
+        return np.flatnonzero(self.source_ids == i)
+
     @classmethod
-    def build(cls, snapshot: IndexSnapshot, *, lexical: Lexical | None = None) -> SearchView:
-        """Derive the structures from ``snapshot`` (BM25 indexing dominates the cost)."""
+    def build(
+        cls, snapshot: IndexSnapshot, *, lexical: Lexical | None = None, int8_above: int = 0
+    ) -> SearchView:
+        """Derive the structures from ``snapshot`` (BM25 indexing dominates the cost).
+
+        ``int8_above``: keep int8 vectors for the dense scan from this many chunks
+        on (0: never).
+        """
         if lexical is None:
             lexical = FieldedLexicalIndex(
                 [c.text for c in snapshot.chunks],
@@ -134,18 +203,16 @@ class SearchView:
             )
         sources = tuple(sorted({c.source for c in snapshot.chunks} | set(snapshot.docs)))
         position = {s: i for i, s in enumerate(sources)}
-        sections: dict[SectionKey, list[int]] = {}
-        for row, chunk in enumerate(snapshot.chunks):
-            sections.setdefault(section_key(chunk), []).append(row)
         return cls(
             snapshot=snapshot,
             lexical=lexical,
             sources=sources,
             source_ids=np.array([position[c.source] for c in snapshot.chunks], dtype=np.int32),
-            sections=sections,
             replaced_by=superseded_by(snapshot.docs),
-            row_of={c.chunk_id: row for row, c in enumerate(snapshot.chunks)},
             generation=snapshot.generation,
+            named_ids=all(c.chunk_id == chunk_id(c.source, c.ordinal) for c in snapshot.chunks),
+            int8=_int8_of(snapshot.vectors, int8_above),
+            int8_above=int8_above,
         )
 
     def readable(self, user: User) -> Readable:
@@ -173,7 +240,13 @@ class SearchView:
         sources = tuple(s for s, ok in zip(self.sources, allowed, strict=True) if ok)
         if allowed.all():
             return Readable(
-                None, None, self.lexical, self.snapshot.vectors, sources, self.replaced_by
+                None,
+                None,
+                self.lexical,
+                self.snapshot.vectors,
+                sources,
+                self.replaced_by,
+                self.int8,
             )
         mask: npt.NDArray[np.bool_] = allowed[self.source_ids]
         rows = np.flatnonzero(mask).astype(np.int64)
@@ -183,24 +256,91 @@ class SearchView:
         )
         vectors = np.ascontiguousarray(self.snapshot.vectors[rows])
         readable_docs = {s: docs[s] for s in sources if s in docs}
-        return Readable(rows, mask, lexical, vectors, sources, superseded_by(readable_docs))
+        int8 = None if self.int8 is None else self.int8.subset(rows)
+        replaced = superseded_by(readable_docs)
+        return Readable(rows, mask, lexical, vectors, sources, replaced, int8)
 
     def patched(self, snapshot: IndexSnapshot) -> SearchView | None:
         """Return the view of ``snapshot``, a patch of this view's, without a BM25 rebuild.
 
-        Rows whose chunk is the very object of this snapshot's row keep their BM25
-        row; the others are scored as added rows (`PatchedLexicalIndex`). None
-        when too many rows were added since the last full build: build afresh.
+        Rows kept from this view's snapshot keep their BM25 row, document column
+        and everything else, carried over by row mapping (``snapshot.origin``);
+        only the fetched rows are looked at one by one and scored as added rows
+        (`PatchedLexicalIndex`). None when too many rows were added since the
+        last full build: build afresh.
         """
+        origin = snapshot.origin
+        if origin is None or origin.generation != self.snapshot.generation:
+            return self._patched_by_id(snapshot)
+        chunks, lexical = snapshot.chunks, self.lexical
+        root = lexical.root if isinstance(lexical, PatchedLexicalIndex) else lexical
+        kept = origin.rows >= 0
+        old_rows = origin.rows[kept]
+        rows = np.full(len(chunks), -1, dtype=np.int64)
+        rows[kept] = (
+            old_rows
+            if not isinstance(lexical, PatchedLexicalIndex)
+            else (lexical.root_rows[old_rows])
+        )
+        added = np.flatnonzero(rows < 0)
+        if added.size > _MAX_ADDED:
+            return None
+        fetched = [chunks[r] for r in np.flatnonzero(~kept)]
+        present = np.zeros(len(self.sources), dtype=np.bool_)
+        present[self.source_ids[old_rows]] = True
+        sources = tuple(
+            sorted(
+                {s for s, p in zip(self.sources, present, strict=True) if p}
+                | {c.source for c in fetched}
+                | set(snapshot.docs)
+            )
+        )
+        position = {s: i for i, s in enumerate(sources)}
+        remap = np.array([position.get(s, -1) for s in self.sources], dtype=np.int32)
+        source_ids = np.empty(len(chunks), dtype=np.int32)
+        source_ids[kept] = remap[self.source_ids[old_rows]]
+        source_ids[~kept] = [position[c.source] for c in fetched]
+        new = [chunks[r] for r in added]
+        return SearchView(
+            snapshot=snapshot,
+            lexical=PatchedLexicalIndex(
+                root,
+                rows,
+                [c.text for c in new],
+                [title_field(c, snapshot.docs.get(c.source)) for c in new],
+            ),
+            sources=sources,
+            source_ids=source_ids,
+            replaced_by=superseded_by(snapshot.docs),
+            generation=snapshot.generation,
+            named_ids=self.named_ids
+            and all(c.chunk_id == chunk_id(c.source, c.ordinal) for c in fetched),
+            int8=self._int8_patched(snapshot, origin.rows),
+            int8_above=self.int8_above,
+        )
+
+    def _int8_patched(
+        self, snapshot: IndexSnapshot, rows: npt.NDArray[np.int64]
+    ) -> Int8Vectors | None:
+        """Return int8 vectors for ``snapshot``: carried over by row mapping when there are some."""
+        if not self.int8_above or len(snapshot.chunks) < self.int8_above:
+            return None
+        if self.int8 is None:
+            return Int8Vectors.of(snapshot.vectors)
+        return self.int8.taken(rows, snapshot.vectors[rows < 0])
+
+    def _patched_by_id(self, snapshot: IndexSnapshot) -> SearchView | None:
+        """`patched` for a snapshot that does not say where its rows came from."""
         lexical = self.lexical
         root = lexical.root if isinstance(lexical, PatchedLexicalIndex) else lexical
         earlier = lexical.root_rows if isinstance(lexical, PatchedLexicalIndex) else None
         old_chunks = self.snapshot.chunks
+        row_of = {c.chunk_id: r for r, c in enumerate(old_chunks)}
         rows = np.full(len(snapshot.chunks), -1, dtype=np.int64)
         texts: list[str] = []
         titles: list[str] = []
         for row, chunk in enumerate(snapshot.chunks):
-            old = self.row_of.get(chunk.chunk_id)
+            old = row_of.get(chunk.chunk_id)
             if old is not None and old_chunks[old] is chunk:
                 rows[row] = old if earlier is None else earlier[old]
             if rows[row] < 0:
@@ -208,7 +348,8 @@ class SearchView:
                 titles.append(title_field(chunk, snapshot.docs.get(chunk.source)))
         if len(texts) > _MAX_ADDED:
             return None
-        return SearchView.build(snapshot, lexical=PatchedLexicalIndex(root, rows, texts, titles))
+        lexical = PatchedLexicalIndex(root, rows, texts, titles)
+        return SearchView.build(snapshot, lexical=lexical, int8_above=self.int8_above)
 
     def mask(self, filters: SearchFilters | None) -> npt.NDArray[np.bool_] | None:
         """Return the eligible rows, or None when nothing is filtered or masked."""
@@ -235,10 +376,15 @@ class SearchView:
         if cached is None:
             if len(self.section_cache) > _SECTION_CACHE:
                 self.section_cache.clear()
-            rows = self.sections.get(key, [])
-            cached = SectionText([self.snapshot.chunks[r] for r in rows], tokenizer=tokenizer)
+            chunks = self.snapshot.chunks
+            rows = [r for r in self.source_rows(chunk.source) if section_key(chunks[r]) == key]
+            cached = SectionText([chunks[r] for r in rows], tokenizer=tokenizer)
             self.section_cache[key] = cached
         return cached
+
+
+def _int8_of(vectors: npt.NDArray[np.float32], above: int) -> Int8Vectors | None:
+    return Int8Vectors.of(vectors) if above and vectors.shape[0] >= above else None
 
 
 def title_field(chunk: Chunk, meta: DocMeta | None) -> str:
