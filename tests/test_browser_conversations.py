@@ -164,7 +164,9 @@ def test_a_conversation_survives_a_reload_and_new_chat_keeps_it_to_restore(
     assert "12% per annum" in _shown(page)
     page.get_by_text("1 source", exact=False).first.wait_for()  # its Sources came back too
 
-    page.get_by_role("button", name="New chat").click()
+    new_chat = page.get_by_role("button", name="New chat")
+    assert "stays under Previous conversations" in (new_chat.get_attribute("title") or "")
+    new_chat.click()
     page.locator(".message-row").first.wait_for(state="detached")
     page.get_by_text("Started a new conversation", exact=False).wait_for()
     assert _previous(page) == [FIRST]
@@ -197,6 +199,7 @@ def test_clear_forgets_the_open_conversation(served: Served, browser: Any) -> No
     page.goto(served.url, wait_until="load")
     _ask(page, FIRST)
     page.get_by_role("button", name="New chat").click()
+    page.locator(".message-row").first.wait_for(state="detached")
     _ask(page, SECOND)
 
     page.locator('button[aria-label="Clear"]').first.click()

@@ -358,7 +358,8 @@ async def _answer(api: _Api, request: ChatRequest, user: User) -> Response:
         answer, text = await run_in_threadpool(_finish, stream)
     finally:
         api.gate.leave()
-    api.record(request, user, stream, answer, text, started)
+    # In a thread: the record looks up document versions in the index snapshot.
+    await run_in_threadpool(api.record, request, user, stream, answer, text, started)
     entries = source_entries(answer, public_url=api.settings.api.public_url)
     if request.append_sources:
         text += sources_text(entries)
@@ -430,7 +431,8 @@ async def _events(
     text = "".join(streamed)
     tail = f"\n\n*{stream.error or failure}*" if stream.error or failure else ""
     if not failure:  # as in the chat, an answer that failed part way is not recorded
-        api.record(
+        await run_in_threadpool(
+            api.record,
             request,
             user,
             stream,

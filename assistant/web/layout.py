@@ -94,5 +94,13 @@ JS = """
     event.preventDefault();
     copyRow(row);
   }, true);
+  // Say what New chat does before it is clicked (a line under the header says it after).
+  const hint = setInterval(() => {
+    const button = document.getElementById("new-chat");
+    if (!button) return;
+    button.title = "Start a new conversation; this one stays under Previous conversations";
+    clearInterval(hint);
+  }, 200);
+  setTimeout(() => clearInterval(hint), 20000);
 }
 """
