@@ -56,9 +56,12 @@ def _serve(base: Path, server: FakeOpenAIServer, users: Path | None = None) -> A
     return build_app(settings, doc_roots=[SAMPLE], embedder=FakeEmbedder())
 
 
+REPLIES = {"next": Reply(text=ANSWER, chunk_chars=20)}
+
+
 @pytest.fixture(scope="module")
 def model() -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer(handler=lambda body: Reply(text=ANSWER, chunk_chars=20)) as server:
+    with FakeOpenAIServer(handler=lambda body: REPLIES["next"]) as server:
         yield server
 
 
@@ -126,6 +129,20 @@ def _ask(page: Any, question: str) -> None:
     )
 
 
+def _stored_change(page: Any, before: str) -> None:
+    page.wait_for_function(
+        f"localStorage.getItem({json.dumps(STORAGE_KEY)}) !== {json.dumps(before or None)}"
+    )
+
+
+def _new_chat(page: Any) -> None:
+    """Click New chat; wait for the empty chat and for the browser to store the change."""
+    before = _stored(page)
+    page.get_by_role("button", name="New chat").click()
+    page.locator(".message-row").first.wait_for(state="detached")
+    _stored_change(page, before)
+
+
 def _shown(page: Any) -> str:
     return str(page.locator("#chat").inner_text())
 
@@ -166,8 +183,7 @@ def test_a_conversation_survives_a_reload_and_new_chat_keeps_it_to_restore(
 
     new_chat = page.get_by_role("button", name="New chat")
     assert "stays under Previous conversations" in (new_chat.get_attribute("title") or "")
-    new_chat.click()
-    page.locator(".message-row").first.wait_for(state="detached")
+    _new_chat(page)
     page.get_by_text("Started a new conversation", exact=False).wait_for()
     assert _previous(page) == [FIRST]
 
@@ -198,8 +214,7 @@ def test_clear_forgets_the_open_conversation(served: Served, browser: Any) -> No
     page = _page(browser.new_context())
     page.goto(served.url, wait_until="load")
     _ask(page, FIRST)
-    page.get_by_role("button", name="New chat").click()
-    page.locator(".message-row").first.wait_for(state="detached")
+    _new_chat(page)
     _ask(page, SECOND)
 
     page.locator('button[aria-label="Clear"]').first.click()
@@ -209,6 +224,37 @@ def test_clear_forgets_the_open_conversation(served: Served, browser: Any) -> No
     page.get_by_label("Previous conversations").wait_for()
     assert page.locator(".message-row").count() == 0
     assert _previous(page) == [FIRST]
+
+
+def test_a_stopped_answer_is_kept_as_stopped(served: Served, browser: Any) -> None:
+    page = _page(browser.new_context())
+    page.goto(served.url, wait_until="load")
+    REPLIES["next"] = Reply(
+        text="According to the Loan Policy [1], " + "and then " * 200, chunk_chars=8, delay=0.2
+    )
+    try:
+        box = page.locator("textarea").first
+        box.fill("Tell me about the emergency loan interest rate, slowly")
+        box.press("Enter")
+        page.locator(".bot").get_by_text(
+            "According to the Loan Policy", exact=False
+        ).first.wait_for()
+        before = _stored(page)
+        page.locator("button.stop-button").first.click()
+        page.locator(".message-row.bot-row").last.get_by_text(
+            "Stopped", exact=False
+        ).first.wait_for()
+        page.wait_for_function(
+            f"localStorage.getItem({json.dumps(STORAGE_KEY)}) !== {json.dumps(before or None)}"
+        )
+    finally:
+        REPLIES["next"] = Reply(text=ANSWER, chunk_chars=20)
+    page.wait_for_timeout(1000)  # both saves (the chat's own and the Stop's) have landed
+    page.reload(wait_until="load")
+    page.locator(".message-row.user-row").first.wait_for()
+    shown = _shown(page)
+    assert "Stopped: the answer above is incomplete." in shown
+    assert "in progress" not in shown
 
 
 def _exported(index: Path) -> list[dict[str, Any]]:
@@ -273,12 +319,10 @@ def test_two_logins_of_one_browser_keep_their_own_conversations(
     assert bob.get_by_label("Previous conversations").count() == 0
     _ask(bob, "Bob asks about annual leave")
 
-    # Ann's old page now sends Bob's cookie: nothing it does is stored as Bob's.
-    box = stale.locator("textarea").first
-    box.fill("Asked on Ann's page after Bob logged in")
-    box.press("Enter")
-    stale.locator(".thought-group .title").filter(has_text="Trace").nth(1).wait_for()
+    # Ann's old page now sends Bob's cookie: what it does is not stored as Bob's (its copy
+    # of the storage predates Bob's conversation, which it would wipe).
     stale.get_by_role("button", name="New chat").click()
+    stale.locator(".message-row").first.wait_for(state="detached")
     stale.wait_for_timeout(800)
 
     bob.reload(wait_until="load")

@@ -434,6 +434,16 @@ def mark_stopped(history: object) -> list[Any]:
     return messages
 
 
+def _in_progress(history: object) -> bool:
+    """Return whether ``history`` holds an answer still marked as in progress (a stopped one)."""
+    return isinstance(history, list) and any(
+        isinstance(m, dict)
+        and isinstance(m.get("metadata"), dict)
+        and m["metadata"].get("title") == IN_PROGRESS
+        for m in history
+    )
+
+
 def _last_answer(messages: list[Any]) -> int | None:
     for index in range(len(messages) - 1, -1, -1):
         message = messages[index]
@@ -655,6 +665,8 @@ def _wire_conversations(
         here = mine(state, request)
         if here is None or not clean_messages(history):
             return gr.update(), gr.update(), state, gr.update()
+        if _in_progress(history):  # saved as the Stop left it, whichever update came first
+            history = mark_stopped(history)
         stored, current = saved(stored, here, state.get("current"), history, now=time.time())
         kept = listing(stored, here, current)
         return stored, kept, {**state, "current": current}, gr.update(visible=False)
@@ -691,7 +703,8 @@ def _wire_conversations(
         stored = cleared(stored, here, state.get("current"))
         return stored, listing(stored, here, None), {**state, "current": None}
 
-    private: Any = {"api_visibility": "private", "queue": False}
+    # No spinner over the header each time a conversation is saved.
+    private: Any = {"api_visibility": "private", "queue": False, "show_progress": "hidden"}
     _queue_history_sync(demo, chat)
     demo.load(load, [store], [*chats, page, header.previous], **private)
     # The chat's own events (an answer, retry, undo, a stop) end by syncing this state.
@@ -737,12 +750,13 @@ def _queue_history_sync(demo: gr.Blocks, chat: gr.ChatInterface) -> None:
 
 def _wire_stop(chat: gr.ChatInterface) -> None:
     # Gradio's own Stop handler cancels the answer; this one marks what remains.
+    # Queued, so the new state fires its change and the stopped answer is kept.
     chat.textbox.stop(
         lambda history: (mark_stopped(history),) * 2,
         [chat.chatbot],
         [chat.chatbot, chat.chatbot_state],
         api_visibility="private",
-        queue=False,
+        concurrency_limit=None,
     )
 
 
