@@ -107,6 +107,10 @@ def test_two_users_at_once_and_an_audience_changed_while_running(served: Served)
             (served.docs / ".access").write_text("hr/** -> payroll\n", encoding="utf-8")
             ingest([served.docs], settings=served.settings, embedder=FakeEmbedder())
             ann.goto(served.url + "/", wait_until="load")
+            # The reload brings back Ann's conversation (kept in the browser): start anew.
+            ann.locator(".message-row.user-row").first.wait_for()
+            ann.get_by_role("button", name="New chat").click()
+            ann.locator(".message-row").first.wait_for(state="detached")
             after = _ask(ann, QUESTION, answers=1)
             assert "florins" not in after
             assert ann.goto(served.url + "/doc/hr/salaries.md").status == 404

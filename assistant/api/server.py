@@ -10,6 +10,11 @@ Answers are produced in worker threads (retrieval and the offline answerer are
 CPU-bound, synchronous code); a gate bounds how many run at once per process and
 how many wait, and answers 429 beyond that. Nothing here runs on a timer: an idle
 worker sleeps in its event loop.
+
+Every finished answer is queued for the audit log (`record_answer`, the chat's
+record shape) under the caller the API resolved: the key's user, or
+``anonymous`` on loopback without a key. Each worker has its own background
+writer; the database being locked or unwritable costs a logged warning only.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import logging
 import os
 import time
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import uvicorn
@@ -45,13 +51,15 @@ from assistant.api.protocol import (
     usage,
     usage_chunk,
 )
+from assistant.audit.log import AuditLog
+from assistant.audit.recording import DocLookup, record_answer
 from assistant.config import Settings
 from assistant.errors import AssistantError, IndexNotFoundError, RequestError
 from assistant.protocols import AnswerStream, ChatService
 from assistant.tokens import Tokenizer, get_tokenizer
 from assistant.types import ANONYMOUS, Answer, User
 
-__all__ = ["Gate", "build_api", "create_app", "serve"]
+__all__ = ["ApiAudit", "Gate", "build_api", "create_app", "serve"]
 
 logger = logging.getLogger(__name__)
 
@@ -108,12 +116,27 @@ def _error(status: int, message: str, *, kind: str, code: str, param: str = "") 
     )
 
 
+@dataclass(frozen=True, slots=True)
+class ApiAudit:
+    """Where the API records its answers, and how it finds each source's version."""
+
+    log: AuditLog
+    doc_meta: DocLookup | None = None
+
+
 class _Api:
-    """The routes' state: one service, the keys, the gate, the settings."""
+    """The routes' state: one service, the keys, the gate, the settings, the audit log."""
 
     def __init__(
-        self, service: ChatService, *, settings: Settings, keys: KeyStore, tokenizer: Tokenizer
+        self,
+        service: ChatService,
+        *,
+        settings: Settings,
+        keys: KeyStore,
+        tokenizer: Tokenizer,
+        audit: ApiAudit | None = None,
     ) -> None:
+        self.audit = audit
         self.service = service
         self.settings = settings
         self.keys = keys
@@ -156,6 +179,30 @@ class _Api:
             401, "Incorrect API key provided.", kind="invalid_request_error", code="invalid_api_key"
         )
 
+    def record(
+        self,
+        request: ChatRequest,
+        user: User,
+        stream: AnswerStream,
+        answer: Answer,
+        shown: str,
+        started: float,
+    ) -> None:
+        """Queue the audit record of a finished answer (never raises)."""
+        if self.audit is None:
+            return
+        record_answer(
+            self.audit.log,
+            stream,
+            answer,
+            shown,
+            question=request.question,
+            user=user,
+            filters=request.filters,
+            timings_ms={"api total": (time.perf_counter() - started) * 1000},
+            doc_meta=self.audit.doc_meta,
+        )
+
     def count(self, request: ChatRequest) -> int:
         """Return the prompt tokens we report: the question and the history kept."""
         texts = [request.question, *(turn.text for turn in request.turns)]
@@ -176,6 +223,7 @@ def build_api(
     settings: Settings,
     keys: KeyStore | None = None,
     tokenizer: Tokenizer | None = None,
+    audit: ApiAudit | None = None,
 ) -> Starlette:
     """Return the ASGI app serving ``/v1/models`` and ``/v1/chat/completions``.
 
@@ -184,12 +232,14 @@ def build_api(
         settings: Collection (the model id), API limits, public URL, keys file.
         keys: The keys (default: the file named by the settings).
         tokenizer: Counts ``usage`` tokens (default: the project's tiktoken encoding).
+        audit: Records each finished answer; None records nothing.
     """
     api = _Api(
         service,
         settings=settings,
         keys=keys or KeyStore(settings.api.keys_path(settings.store.path)),
         tokenizer=tokenizer or get_tokenizer(settings.chunking.encoding),
+        audit=audit,
     )
 
     async def list_models(request: Request) -> Response:
@@ -278,6 +328,7 @@ async def _answer(api: _Api, request: ChatRequest, user: User) -> Response:
             code="rate_limit_exceeded",
         )
     filters = request.filters if request.filters.sources or request.filters.tags else None
+    started = time.perf_counter()
     try:
         stream = await run_in_threadpool(
             api.service.ask,
@@ -301,11 +352,14 @@ async def _answer(api: _Api, request: ChatRequest, user: User) -> Response:
         api.gate.leave()
         raise
     if request.stream:
-        return _GatedStream(_events(api, request, stream), release=_releaser(api, stream))
+        events = _events(api, request, stream, user=user, started=started)
+        return _GatedStream(events, release=_releaser(api, stream))
     try:
         answer, text = await run_in_threadpool(_finish, stream)
     finally:
         api.gate.leave()
+    # In a thread: the record looks up document versions in the index snapshot.
+    await run_in_threadpool(api.record, request, user, stream, answer, text, started)
     entries = source_entries(answer, public_url=api.settings.api.public_url)
     if request.append_sources:
         text += sources_text(entries)
@@ -352,7 +406,9 @@ def _sse(data: object) -> str:
     return f"data: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n"
 
 
-async def _events(api: _Api, request: ChatRequest, stream: AnswerStream) -> AsyncIterator[str]:
+async def _events(
+    api: _Api, request: ChatRequest, stream: AnswerStream, *, user: User, started: float
+) -> AsyncIterator[str]:
     cid, created, model = completion_id(), int(time.time()), request.model
 
     def event(delta: dict[str, str], **kwargs: Any) -> str:
@@ -374,6 +430,16 @@ async def _events(api: _Api, request: ChatRequest, stream: AnswerStream) -> Asyn
         stream.close()
     text = "".join(streamed)
     tail = f"\n\n*{stream.error or failure}*" if stream.error or failure else ""
+    if not failure:  # as in the chat, an answer that failed part way is not recorded
+        await run_in_threadpool(
+            api.record,
+            request,
+            user,
+            stream,
+            answer,
+            shown_text(answer, streamed=text, error=stream.error),
+            started,
+        )
     entries = source_entries(answer, public_url=api.settings.api.public_url)
     if request.append_sources:
         tail += sources_text(entries)
@@ -398,6 +464,7 @@ def create_app() -> Starlette:
         AssistantError: A setting is invalid or the embedding model cannot be loaded.
     """
     from assistant.answering.service import build_assistant
+    from assistant.audit.log import open_audit_log
     from assistant.retrieval.factory import open_retriever
 
     settings = Settings.from_env(os.environ)
@@ -411,8 +478,10 @@ def create_app() -> Starlette:
     keys = KeyStore(settings.api.keys_path(settings.store.path))
     if not keys.configured() and not settings.api.anonymous_loopback:
         logger.warning("no API key in %s: every request gets 401", keys.path)
+    log = open_audit_log(settings)
+    audit = ApiAudit(log, doc_meta=lambda s: retriever.snapshot().docs.get(s)) if log else None
     logger.info("API worker %d ready", os.getpid())
-    return build_api(service, settings=settings, keys=keys)
+    return build_api(service, settings=settings, keys=keys, audit=audit)
 
 
 def serve(settings: Settings, *, log_level: str = "warning") -> None:

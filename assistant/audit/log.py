@@ -138,11 +138,20 @@ class AuditLog:
         return not self._queue.unfinished_tasks
 
     def close(self, timeout: float = 10.0) -> None:
-        """Write what is queued, then stop the writer thread."""
-        self.flush(timeout)
+        """Write what is queued (waiting at most ``timeout`` s), then stop the writer thread."""
+        flushed = self.flush(timeout)
+        if not flushed:
+            # Not throttled: this is the last word on what the log lost.
+            logger.warning(
+                "the audit log at %s is locked or slow: %d writes left unwritten after %.0f s",
+                self.path,
+                self._queue.unfinished_tasks,
+                timeout,
+            )
         with contextlib.suppress(queue.Full):
             self._queue.put_nowait(_STOP)
-        self._thread.join(timeout)
+        # A writer stuck on a lock is not waited for twice (it is a daemon thread).
+        self._thread.join(timeout if flushed else 0)
 
     def _put(self, item: object) -> None:
         try:

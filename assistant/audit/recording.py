@@ -1,12 +1,18 @@
-"""Turn one finished chat answer into the `AuditRecord` the log keeps."""
+"""Turn one finished answer (chat, ``ask`` or API) into the `AuditRecord` the log keeps.
+
+`make_record` builds the record; `record_answer` is what the chat, the ``ask``
+command line and the API call: it queues the record and never raises, since an
+audit bug must never cost anyone the answer.
+"""
 
 from __future__ import annotations
 
+import logging
 import re
 import uuid
 from collections.abc import Callable, Mapping
 
-from assistant.audit.log import utc_now
+from assistant.audit.log import AuditLog, utc_now
 from assistant.protocols import AnswerStream
 from assistant.types import (
     HEADING_SEPARATOR,
@@ -18,7 +24,9 @@ from assistant.types import (
     User,
 )
 
-__all__ = ["DocLookup", "make_record", "new_record_id"]
+__all__ = ["DocLookup", "make_record", "new_record_id", "record_answer"]
+
+logger = logging.getLogger(__name__)
 
 DocLookup = Callable[[str], DocMeta | None]
 # The service's trace says "retrieval: 12 ms", "first token: 80 ms", "total: 95 ms".
@@ -100,3 +108,54 @@ def _trace_timings(lines: tuple[str, ...]) -> dict[str, float]:
         if match:
             found[match[1]] = float(match[2])
     return found
+
+
+def record_answer(
+    log: AuditLog,
+    stream: AnswerStream,
+    answer: Answer,
+    shown: str,
+    *,
+    question: str,
+    user: User,
+    filters: SearchFilters,
+    timings_ms: Mapping[str, float] | None = None,
+    doc_meta: DocLookup | None = None,
+) -> str:
+    """Queue the record of a finished answer; return its id ("" if it could not be made).
+
+    Never raises and never waits for the disk (`AuditLog.record` only queues).
+    ``timings_ms`` name the caller (``ui total``, ``ask total``, ``api total``), so
+    the log tells the chat's records from the command line's and the API's.
+    """
+    record_id = new_record_id()
+    try:
+        record = make_record(
+            stream,
+            answer,
+            shown,
+            question=question,
+            user=user,
+            filters=filters,
+            timings_ms=timings_ms,
+            doc_meta=_safe(doc_meta),
+            record_id=record_id,
+        )
+        log.record(record)
+    except Exception:  # an audit bug must never cost the user the answer
+        logger.warning("cannot make the audit record of an answer", exc_info=True)
+        return ""
+    return record_id
+
+
+def _safe(lookup: DocLookup | None) -> DocLookup | None:
+    if lookup is None:
+        return None
+
+    def safe(source: str) -> DocMeta | None:
+        try:
+            return lookup(source)
+        except Exception:  # no index right now: the record just lacks the version
+            return None
+
+    return safe

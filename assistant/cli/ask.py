@@ -17,6 +17,12 @@ sentences the citation check flagged; ``sources`` are the numbered sources, so
 ``[n]`` in the answer is the source with that ``n``. A line that cannot be
 answered gets ``{"id", "error"}`` and the next line is read. The settings are
 the chat's (``ASSISTANT_*``, including ``ASSISTANT_LLM_*`` for a model).
+
+Every answer is recorded in the audit log as the chat's are (user: ``--as USER``
+or ``local``, the operator; timings ``ask total``), unless ``--no-audit`` (for
+evaluation runs) or ``ASSISTANT_AUDIT=off``. The log is written in the background
+and flushed for at most `AUDIT_FLUSH_S` before the command exits; a database
+that cannot be written costs a logged warning, never an answer.
 """
 
 from __future__ import annotations
@@ -24,19 +30,61 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TextIO
 
 from assistant.answering.service import AnswerRun, Assistant, build_assistant, finish
+from assistant.audit.log import AuditLog, open_audit_log
+from assistant.audit.recording import DocLookup, record_answer
 from assistant.cli._common import EXIT_OK, index_embedder, json_text
 from assistant.cli._filters import resolve_filters
+from assistant.cli.access import LOCAL_OPERATOR, BoundSearcher
 from assistant.config import Settings
 from assistant.errors import AssistantError, ConfigError
 from assistant.protocols import Searcher
-from assistant.types import HEADING_SEPARATOR, Answer, Hit, SearchFilters
+from assistant.types import HEADING_SEPARATOR, Answer, DocMeta, Hit, SearchFilters, User
 
 __all__ = ["answer_to_json", "format_answer", "run_ask"]
 
 logger = logging.getLogger(__name__)
+
+# Long enough for a healthy disk, short enough that a locked database only
+# delays the exit a little (its busy timeout is 5 s a write).
+AUDIT_FLUSH_S = 6.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Asking:
+    """What each answer of one ``ask`` run needs besides its question."""
+
+    service: Assistant
+    k: int
+    filters: SearchFilters
+    user: User
+    log: AuditLog | None
+    doc_meta: DocLookup | None
+
+    def ask(self, question: str) -> tuple[AnswerRun, Answer, str]:
+        """Answer ``question`` and queue its audit record (never raising for the audit)."""
+        started = time.perf_counter()
+        run = self.service.ask(question, k=self.k, filters=self.filters)
+        answer, shown = finish(run)
+        if self.log is not None:
+            record_answer(
+                self.log,
+                run,
+                answer,
+                shown,
+                question=question,
+                user=self.user,
+                filters=self.filters,
+                timings_ms={"ask total": (time.perf_counter() - started) * 1000},
+                doc_meta=self.doc_meta,
+            )
+        return run, answer, shown
 
 
 def run_ask(
@@ -57,26 +105,55 @@ def run_ask(
     filters = resolve_filters(
         SearchFilters(sources=tuple(args.source), tags=tuple(args.tag)), searcher
     )
-    k = settings.retrieval.top_k
-    if not args.json:
-        if args.question is None:
-            raise ConfigError("give a question, or --json to read questions from stdin")
-        run = service.ask(args.question, k=k, filters=filters)
-        answer, shown = finish(run)
-        print(format_answer(answer, shown, no_good_match=run.mode == "no good match"), file=out)
-        return EXIT_OK
-    if args.question is not None:
-        _write(out, _answer_line(service, None, args.question, k=k, filters=filters))
-        return EXIT_OK
-    for line in stdin:
-        if line.strip():
-            _write(out, _request_line(service, line, k=k, filters=filters))
+    if not args.json and args.question is None:
+        raise ConfigError("give a question, or --json to read questions from stdin")
+    with _audit_log(settings, off=getattr(args, "no_audit", False)) as log:
+        asking = _Asking(
+            service,
+            k=settings.retrieval.top_k,
+            filters=filters,
+            user=searcher.user if isinstance(searcher, BoundSearcher) else LOCAL_OPERATOR,
+            log=log,
+            doc_meta=_doc_lookup(searcher),
+        )
+        if not args.json:
+            run, answer, shown = asking.ask(args.question)
+            print(format_answer(answer, shown, no_good_match=run.mode == "no good match"), file=out)
+            return EXIT_OK
+        if args.question is not None:
+            _write(out, _answer_line(asking, None, args.question))
+            return EXIT_OK
+        for line in stdin:
+            if line.strip():
+                _write(out, _request_line(asking, line))
     return EXIT_OK
 
 
-def _request_line(
-    service: Assistant, line: str, *, k: int, filters: SearchFilters
-) -> dict[str, object]:
+@contextmanager
+def _audit_log(settings: Settings, *, off: bool) -> Iterator[AuditLog | None]:
+    log = None if off else open_audit_log(settings)
+    try:
+        yield log
+    finally:
+        if log is not None:
+            log.close(AUDIT_FLUSH_S)
+
+
+def _doc_lookup(searcher: Searcher) -> DocLookup | None:
+    """Return the index's document lookup (for each source's version), if there is one."""
+    inner = getattr(searcher, "wrapped", searcher)
+    snapshot = getattr(inner, "snapshot", None)
+    if snapshot is None:
+        return None
+
+    def lookup(source: str) -> DocMeta | None:
+        found = snapshot().docs.get(source)
+        return found if isinstance(found, DocMeta) else None
+
+    return lookup
+
+
+def _request_line(asking: _Asking, line: str) -> dict[str, object]:
     try:
         request = json.loads(line)
     except ValueError as exc:
@@ -89,15 +166,12 @@ def _request_line(
             "id": question_id,
             "error": "bad request line: 'question' must be a non-empty string",
         }
-    return _answer_line(service, question_id, question, k=k, filters=filters)
+    return _answer_line(asking, question_id, question)
 
 
-def _answer_line(
-    service: Assistant, question_id: object, question: str, *, k: int, filters: SearchFilters
-) -> dict[str, object]:
+def _answer_line(asking: _Asking, question_id: object, question: str) -> dict[str, object]:
     try:
-        run = service.ask(question, k=k, filters=filters)
-        answer, shown = finish(run)
+        run, answer, shown = asking.ask(question)
     except AssistantError as exc:
         logger.warning("question %r failed: %s", question_id, exc)
         return {"id": question_id, "error": str(exc)}

@@ -88,6 +88,9 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("-k", type=int, help="sources per answer (env ASSISTANT_TOP_K)")
     ask.add_argument("--source", action="append", default=[], help="only this document")
     ask.add_argument("--tag", action="append", default=[], help="only documents with a tag")
+    ask.add_argument(
+        "--no-audit", action="store_true", help="keep these answers out of the audit log"
+    )
     _add_common(ask)
     ev = commands.add_parser("eval", help="measure retrieval (or answers) against a question set")
     ev.add_argument("questions", type=Path, help="JSONL questions with gold sections")

@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from assistant.audit.log import AuditLog, utc_now
-from assistant.audit.recording import DocLookup, make_record, new_record_id
+from assistant.audit.recording import DocLookup, record_answer
 from assistant.protocols import AnswerStream
-from assistant.types import ANONYMOUS, Answer, DocMeta, Feedback, SearchFilters, User
+from assistant.types import ANONYMOUS, Answer, Feedback, SearchFilters, User
 from assistant.words import valid_unicode
 
 __all__ = ["MAX_FEEDBACK_CHARS", "RECORD_PREFIX", "ChatAudit", "record_id_at", "user_named"]
@@ -60,32 +60,17 @@ class ChatAudit:
         timings_s: Mapping[str, float],
     ) -> str:
         """Queue the record of a finished answer; return its id ("" if it could not be made)."""
-        record_id = new_record_id()
-        try:
-            record = make_record(
-                stream,
-                answer,
-                shown,
-                question=question,
-                user=user,
-                filters=filters,
-                timings_ms={f"ui {k}": s * 1000 for k, s in timings_s.items()},
-                doc_meta=self._lookup,
-                record_id=record_id,
-            )
-        except Exception:  # an audit bug must never cost the user the answer
-            logger.warning("cannot make the audit record of an answer", exc_info=True)
-            return ""
-        self.log.record(record)
-        return record_id
-
-    def _lookup(self, source: str) -> DocMeta | None:
-        if self._doc_meta is None:
-            return None
-        try:
-            return self._doc_meta(source)
-        except Exception:  # no index right now: the record just lacks the version
-            return None
+        return record_answer(
+            self.log,
+            stream,
+            answer,
+            shown,
+            question=question,
+            user=user,
+            filters=filters,
+            timings_ms={f"ui {k}": s * 1000 for k, s in timings_s.items()},
+            doc_meta=self._doc_meta,
+        )
 
     def rate(self, history: object, index: object, liked: object, *, user: User) -> tuple[str, str]:
         """Store a thumb on the message at ``index``; return ``(record id, message)``.

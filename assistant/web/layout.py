@@ -26,6 +26,11 @@ CSS = f"""
 #chat-header h1 {{ margin: 0; font-size: 1.5rem; }}
 #chat-status p {{ margin: 0; color: var(--body-text-color-subdued); font-size: 0.85rem; }}
 #new-chat {{ flex-grow: 0; min-width: max-content; }}
+/* On a phone the kept conversations take a line of their own under the title. */
+@media (max-width: 640px) {{
+  #chat-header {{ flex-wrap: wrap; }}
+  #previous-chats {{ order: 3; flex-basis: 100%; }}
+}}
 .message-content table {{ display: block; max-width: 100%; overflow-x: auto; }}
 .message-content th, .message-content td {{ min-width: 7rem; overflow-wrap: normal !important;
   word-break: normal !important; }}
@@ -89,5 +94,13 @@ JS = """
     event.preventDefault();
     copyRow(row);
   }, true);
+  // Say what New chat does before it is clicked (a line under the header says it after).
+  const hint = setInterval(() => {
+    const button = document.getElementById("new-chat");
+    if (!button) return;
+    button.title = "Start a new conversation; this one stays under Previous conversations";
+    clearInterval(hint);
+  }, 200);
+  setTimeout(() => clearInterval(hint), 20000);
 }
 """

@@ -41,6 +41,16 @@ from assistant.web.answer_view import (
     sources_title,
 )
 from assistant.web.changes import ChangeFeed, recent_changes_markdown
+from assistant.web.conversations import (
+    clean_messages,
+    cleared,
+    opened,
+    previous_choices,
+    restored,
+    saved,
+    slot_of,
+    started_new,
+)
 from assistant.web.feedback import RECORD_PREFIX, ChatAudit
 from assistant.web.format import (
     escape_markdown,
@@ -81,6 +91,22 @@ UNKNOWN_FILTER_MESSAGE = (
     "These filter values are not in the index: {values}. Choose documents and tags from "
     "the Filters lists (reload the page to see newly indexed documents)."
 )
+
+# Conversations kept in the browser (`assistant.web.conversations`). Gradio encrypts
+# local storage with a key it sends to the page anyway; a fixed one keeps the
+# conversations readable after a server restart.
+STORAGE_KEY = "policy-assistant-conversations"
+STORAGE_SECRET = "policy-assistant-conversations-v1"
+PREVIOUS_LABEL = "Previous conversations"
+FEEDBACK_OPTIONS = (
+    "Like",
+    "Dislike",
+    "Wrong or missing source",
+    "Out of date",
+    "Incomplete",
+    "Not what I asked",
+)
+NEW_CHAT_NOTE = "Started a new conversation; the last one is under **Previous conversations**."
 
 Responder = Callable[..., Iterator[list[gr.ChatMessage]]]
 # The current documents and tags a user may read, for the filters.
@@ -408,6 +434,16 @@ def mark_stopped(history: object) -> list[Any]:
     return messages
 
 
+def _in_progress(history: object) -> bool:
+    """Return whether ``history`` holds an answer still marked as in progress (a stopped one)."""
+    return isinstance(history, list) and any(
+        isinstance(m, dict)
+        and isinstance(m.get("metadata"), dict)
+        and m["metadata"].get("title") == IN_PROGRESS
+        for m in history
+    )
+
+
 def _last_answer(messages: list[Any]) -> int | None:
     for index in range(len(messages) - 1, -1, -1):
         message = messages[index]
@@ -481,7 +517,7 @@ def build_demo(
     )
     demo = gr.Blocks(title=TITLE, analytics_enabled=False, fill_height=True)
     with demo:
-        new_chat, status_line = _header(status)
+        header = _header(status)
         chat = gr.ChatInterface(
             make_responder(
                 service,
@@ -499,6 +535,9 @@ def build_demo(
                 height="100%",
                 latex_delimiters=[],
                 buttons=["copy"],
+                # Thumbs, and a flag menu of common faults (stored as a thumbs down
+                # with that reason, which the reason box then shows).
+                feedback_options=FEEDBACK_OPTIONS,
             ),
             additional_inputs=[source_box, tag_box, k_slider],
             additional_inputs_accordion=gr.Accordion("Filters", open=False, render=False),
@@ -511,7 +550,7 @@ def build_demo(
         )
         # ChatInterface builds its own Accordion from the one given; label that one.
         _wire_filters(chat, _accordion_of(source_box), source_box, tag_box)
-        _wire_new_chat(chat, new_chat, source_box, tag_box)
+        _wire_conversations(demo, chat, header, (source_box, tag_box), directory)
         _wire_stop(chat)
         _conversation_tools(
             chat.chatbot, audit=audit, changes=changes, catalog=current, directory=directory
@@ -523,17 +562,37 @@ def build_demo(
             queue=False,
         )
         if status is not None:
-            demo.load(status, outputs=[status_line], api_visibility="private", queue=False)
+            demo.load(status, outputs=[header.status], api_visibility="private", queue=False)
     return demo
 
 
-def _header(status: Callable[[], str] | None) -> tuple[gr.Button, gr.Markdown]:
-    """Render the title (once), the "New chat" button and the corpus / mode line."""
+@dataclass(frozen=True, slots=True)
+class _Header:
+    new_chat: gr.Button
+    previous: gr.Dropdown
+    note: gr.Markdown
+    status: gr.Markdown
+
+
+def _header(status: Callable[[], str] | None) -> _Header:
+    """Render the title (once), the kept conversations, "New chat" and the corpus / mode line."""
     with gr.Row(elem_id="chat-header", equal_height=True):
         gr.Markdown(f"# {TITLE}")
+        # Filled per user on load (never at build time: the page config is everyone's).
+        previous = gr.Dropdown(
+            choices=[],
+            value=None,
+            label=PREVIOUS_LABEL,
+            elem_id="previous-chats",
+            visible=False,
+            interactive=True,
+            scale=0,
+            min_width=260,
+        )
         new_chat = gr.Button("New chat", elem_id="new-chat", size="sm", scale=0)
     line = gr.Markdown(status() if status else "", elem_id="chat-status")
-    return new_chat, line
+    note = gr.Markdown("", elem_id="chat-kept", visible=False)
+    return _Header(new_chat=new_chat, previous=previous, note=note, status=line)
 
 
 def _source_choices(sources: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -568,26 +627,136 @@ def _wire_filters(
     )
 
 
-def _wire_new_chat(
-    chat: gr.ChatInterface, button: gr.Button, source_box: gr.Dropdown, tag_box: gr.Dropdown
+def _wire_conversations(
+    demo: gr.Blocks,
+    chat: gr.ChatInterface,
+    header: _Header,
+    filters: tuple[gr.Dropdown, gr.Dropdown],
+    directory: Directory | None,
 ) -> None:
-    button.click(
-        lambda: ([], [], [], []),
-        None,
-        [chat.chatbot, chat.chatbot_state, source_box, tag_box],
-        api_visibility="private",
-        queue=False,
+    """Keep conversations in the browser: restore on load, save after each change.
+
+    ``page`` (server-side, per page) holds the slot of the user the page was loaded
+    for and the id of the conversation it shows. A request whose user is not that
+    one (another login in the same browser since) stores nothing.
+    """
+    store = gr.BrowserState(None, storage_key=STORAGE_KEY, secret=STORAGE_SECRET)
+    page = gr.State({})
+    chats = [chat.chatbot, chat.chatbot_state]
+
+    def slot(request: gr.Request | None) -> str:
+        return slot_of(user_of(request, directory))
+
+    def mine(state: object, request: gr.Request | None) -> str | None:
+        here = slot(request)
+        return here if isinstance(state, dict) and state.get("slot") == here else None
+
+    def listing(stored: object, here: str, current: object) -> Any:
+        choices = previous_choices(stored, here, current)
+        return gr.update(choices=choices, value=None, visible=bool(choices))
+
+    def load(stored: object, request: gr.Request | None = None) -> tuple[Any, ...]:
+        here = slot(request)
+        current, messages = opened(stored, here)
+        state = {"slot": here, "current": current}
+        return messages, messages, state, listing(stored, here, current)
+
+    def save(history: object, stored: object, state: Any, request: gr.Request) -> tuple[Any, ...]:
+        here = mine(state, request)
+        if here is None or not clean_messages(history):
+            return gr.update(), gr.update(), state, gr.update()
+        if _in_progress(history):  # saved as the Stop left it, whichever update came first
+            history = mark_stopped(history)
+        stored, current = saved(stored, here, state.get("current"), history, now=time.time())
+        kept = listing(stored, here, current)
+        return stored, kept, {**state, "current": current}, gr.update(visible=False)
+
+    def new(stored: object, state: Any, request: gr.Request) -> tuple[Any, ...]:
+        here = mine(state, request)
+        emptied: tuple[list[Any], ...] = ([], [], [], [])
+        if here is None:  # not this page's user: only empty the screen
+            return *emptied, gr.update(), gr.update(visible=False), {}, gr.update(visible=False)
+        note = gr.update(value=NEW_CHAT_NOTE, visible=bool(state.get("current")))
+        stored = started_new(stored, here)
+        return *emptied, stored, listing(stored, here, None), {**state, "current": None}, note
+
+    def restore(wanted: object, stored: object, state: Any, request: gr.Request) -> Any:
+        here = mine(state, request)
+        found = restored(stored, here, wanted) if here else None
+        if found is None:
+            return gr.update(), gr.update(), gr.update(), gr.update(value=None), state, gr.update()
+        stored, current, messages = found
+        kept = listing(stored, here or "", current)
+        return (
+            messages,
+            messages,
+            stored,
+            kept,
+            {**state, "current": current},
+            gr.update(visible=False),
+        )
+
+    def clear(stored: object, state: Any, request: gr.Request) -> tuple[Any, ...]:
+        here = mine(state, request)
+        if here is None:
+            return gr.update(), gr.update(), state
+        stored = cleared(stored, here, state.get("current"))
+        return stored, listing(stored, here, None), {**state, "current": None}
+
+    # No spinner over the header each time a conversation is saved.
+    private: Any = {"api_visibility": "private", "queue": False, "show_progress": "hidden"}
+    _queue_history_sync(demo, chat)
+    demo.load(load, [store], [*chats, page, header.previous], **private)
+    # The chat's own events (an answer, retry, undo, a stop) end by syncing this state.
+    chat.chatbot_state.change(
+        save,
+        [chat.chatbot_state, store, page],
+        [store, header.previous, page, header.note],
+        **private,
     )
+    header.new_chat.click(
+        new,
+        [store, page],
+        [*chats, *filters, store, header.previous, page, header.note],
+        **private,
+    )
+    header.previous.input(
+        restore,
+        [header.previous, store, page],
+        [*chats, store, header.previous, page, header.note],
+        **private,
+    )
+    chat.chatbot.clear(clear, [store, page], [store, header.previous, page], **private)
+
+
+def _queue_history_sync(demo: gr.Blocks, chat: gr.ChatInterface) -> None:
+    """Let the chat's own history updates fire ``chatbot_state.change``.
+
+    ChatInterface copies the shown messages into ``chatbot_state`` at the end of
+    every answer, retry, undo and edit, without the queue; Gradio 6 reports a
+    State's change only from queued events. Queued, the copy still takes no time.
+    """
+    synced = 0
+    for fn in demo.fns.values():
+        if list(fn.inputs) == [chat.chatbot] and list(fn.outputs) == [
+            chat.chatbot_state,
+            chat.chatbot_value,
+        ]:
+            fn.queue, fn.concurrency_limit = True, None
+            synced += 1
+    if not synced:
+        logger.warning("this Gradio has no chat history copy: conversations will not be kept")
 
 
 def _wire_stop(chat: gr.ChatInterface) -> None:
     # Gradio's own Stop handler cancels the answer; this one marks what remains.
+    # Queued, so the new state fires its change and the stopped answer is kept.
     chat.textbox.stop(
         lambda history: (mark_stopped(history),) * 2,
         [chat.chatbot],
         [chat.chatbot, chat.chatbot_state],
         api_visibility="private",
-        queue=False,
+        concurrency_limit=None,
     )
 
 
@@ -720,7 +889,9 @@ def _feedback_panel(chatbot: gr.Chatbot, audit: ChatAudit, directory: Directory 
         user = user_of(request, directory)
         record_id, message = audit.rate(history, data.index, data.liked, user=user)
         down = bool(record_id) and data.liked is not True
-        return record_id, gr.update(visible=down), gr.update(value=message, visible=True), "", ""
+        flagged = data.liked if isinstance(data.liked, str) else ""
+        note = gr.update(value=message, visible=True)
+        return record_id, gr.update(visible=down), note, flagged, ""
 
     def explain(record_id: str, why_text: str, right: str, request: gr.Request) -> tuple[Any, ...]:
         user = user_of(request, directory)

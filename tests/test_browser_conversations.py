@@ -1,0 +1,337 @@
+"""Conversations kept across reloads in one browser, per user, in Debian's chromium.
+
+Issue 17. The real app (`build_app`) over the sample policies behind a fake model;
+each test uses a fresh browser context (its own local storage). What is checked is
+what a user sees: the conversation after a reload, an empty chat after New chat
+with the old one in "Previous conversations", the old one back after picking it,
+a thumb on a restored answer reaching its audit record, and two logins of one
+browser never seeing each other's conversations.
+
+Run one file at a time: ``python -m pytest tests/test_browser_conversations.py -m browser``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assistant.cli.search import main
+from assistant.config import LLMSettings, Settings, StoreSettings, UISettings
+from assistant.index.ingest import ingest
+from assistant.users import add_user
+from assistant.web.app import build_app
+from assistant.web.ui import STORAGE_KEY
+from tests.chromium import CHROMIUM, LAUNCH_ARGS, browser_marks
+from tests.conftest import FakeEmbedder, free_port
+from tests.openai_server import FakeOpenAIServer, Reply
+
+SAMPLE = Path(__file__).resolve().parent.parent / "data" / "policies"
+ANSWER = "Emergency Loans carry interest at 12% per annum on a reducing balance [1]."
+FIRST = "What is the emergency loan interest rate?"
+SECOND = "How many days of annual leave do staff get?"
+
+pytestmark = browser_marks
+
+
+@dataclass
+class Served:
+    url: str
+    index: Path
+
+
+def _serve(base: Path, server: FakeOpenAIServer, users: Path | None = None) -> Any:
+    settings = Settings(
+        store=StoreSettings(path=base / "index"),
+        llm=LLMSettings(base_url=server.base_url, api_key="test", model="m", timeout=10),
+        ui=UISettings(port=free_port(), users_file=users),
+    )
+    ingest([SAMPLE], settings=settings, embedder=FakeEmbedder())
+    return build_app(settings, doc_roots=[SAMPLE], embedder=FakeEmbedder())
+
+
+REPLIES = {"next": Reply(text=ANSWER, chunk_chars=20)}
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer(handler=lambda body: REPLIES["next"]) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory, model: FakeOpenAIServer) -> Iterator[Served]:
+    pytest.importorskip("playwright.sync_api")
+    base = tmp_path_factory.mktemp("kept")
+    app = _serve(base, model)
+    url = app.launch()
+    try:
+        yield Served(url, base / "index")
+    finally:
+        app.demo.close()
+
+
+@pytest.fixture(scope="module")
+def with_logins(
+    tmp_path_factory: pytest.TempPathFactory, model: FakeOpenAIServer
+) -> Iterator[Served]:
+    pytest.importorskip("playwright.sync_api")
+    base = tmp_path_factory.mktemp("kept-logins")
+    users = base / "users.toml"
+    add_user(users, "ann", "pw-ann", [])
+    add_user(users, "bob", "pw-bob", [])
+    app = _serve(base, model, users)
+    url = app.launch().rstrip("/")
+    try:
+        yield Served(url, base / "index")
+    finally:
+        app.demo.close()
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+def _page(context: Any) -> Any:
+    page = context.new_page()
+    page.set_default_timeout(20_000)
+    return page
+
+
+def _stored(page: Any) -> str:
+    return str(page.evaluate(f"localStorage.getItem({json.dumps(STORAGE_KEY)}) || ''"))
+
+
+def _ask(page: Any, question: str) -> None:
+    """Ask, wait for the answer's last message and for the browser to store it."""
+    before = _stored(page)
+    answers = page.locator(".thought-group .title").filter(has_text="Trace").count()
+    box = page.locator("textarea").first
+    box.fill(question)
+    box.press("Enter")
+    page.locator(".thought-group .title").filter(has_text="Trace").nth(answers).wait_for()
+    page.wait_for_function(
+        f"localStorage.getItem({json.dumps(STORAGE_KEY)}) !== {json.dumps(before or None)}"
+    )
+
+
+def _stored_change(page: Any, before: str) -> None:
+    page.wait_for_function(
+        f"localStorage.getItem({json.dumps(STORAGE_KEY)}) !== {json.dumps(before or None)}"
+    )
+
+
+def _new_chat(page: Any) -> None:
+    """Click New chat; wait for the empty chat and for the browser to store the change."""
+    before = _stored(page)
+    page.get_by_role("button", name="New chat").click()
+    page.locator(".message-row").first.wait_for(state="detached")
+    _stored_change(page, before)
+
+
+def _shown(page: Any) -> str:
+    return str(page.locator("#chat").inner_text())
+
+
+def _questions(page: Any) -> list[str]:
+    return [t.strip() for t in page.locator(".message-row.user-row").all_inner_texts()]
+
+
+def _previous(page: Any) -> list[str]:
+    """Open "Previous conversations" and return its entries (closed again)."""
+    menu = page.get_by_label("Previous conversations")
+    menu.click()
+    options = page.get_by_role("option")
+    options.first.wait_for()
+    found = [t.strip() for t in options.all_inner_texts()]
+    page.keyboard.press("Escape")
+    return found
+
+
+def _restore(page: Any, title: str) -> None:
+    page.get_by_label("Previous conversations").click()
+    page.get_by_role("option", name=title).click()
+
+
+def test_a_conversation_survives_a_reload_and_new_chat_keeps_it_to_restore(
+    served: Served, browser: Any
+) -> None:
+    page = _page(browser.new_context(viewport={"width": 1920, "height": 1080}))
+    page.goto(served.url, wait_until="load")
+    assert page.get_by_label("Previous conversations").count() == 0, "nothing kept yet"
+    _ask(page, FIRST)
+
+    page.reload(wait_until="load")
+    page.locator(".message-row.user-row").first.wait_for()
+    assert _questions(page) == [FIRST]
+    assert "12% per annum" in _shown(page)
+    page.get_by_text("1 source", exact=False).first.wait_for()  # its Sources came back too
+
+    new_chat = page.get_by_role("button", name="New chat")
+    assert "stays under Previous conversations" in (new_chat.get_attribute("title") or "")
+    _new_chat(page)
+    page.get_by_text("Started a new conversation", exact=False).wait_for()
+    assert _previous(page) == [FIRST]
+
+    _ask(page, SECOND)
+    assert _questions(page) == [SECOND]
+    _restore(page, FIRST)
+    page.locator(".message-row.user-row").filter(has_text=FIRST).wait_for()
+    assert _questions(page) == [FIRST]
+    assert _previous(page) == [SECOND]
+
+    page.reload(wait_until="load")  # the one picked is the one open after a reload
+    page.locator(".message-row.user-row").first.wait_for()
+    assert _questions(page) == [FIRST]
+
+    # The kept conversations sit in the header, inside the reading column.
+    column = page.locator("textarea").first.bounding_box()
+    menu = page.locator("#previous-chats").bounding_box()
+    assert column is not None
+    assert menu is not None
+    assert column["width"] <= 900, f"input line {column['width']} px wide"
+    assert abs((column["x"] + column["width"] / 2) - 960) < 40, "the column is not centred"
+    assert menu["x"] >= column["x"] - 1, (menu, column)
+    assert menu["x"] + menu["width"] <= column["x"] + column["width"] + 1, (menu, column)
+    assert menu["y"] < column["y"], "the list is not in the header"
+
+
+def test_clear_forgets_the_open_conversation(served: Served, browser: Any) -> None:
+    page = _page(browser.new_context())
+    page.goto(served.url, wait_until="load")
+    _ask(page, FIRST)
+    _new_chat(page)
+    _ask(page, SECOND)
+
+    page.locator('button[aria-label="Clear"]').first.click()
+    page.locator(".message-row").first.wait_for(state="detached")
+    page.wait_for_timeout(500)
+    page.reload(wait_until="load")
+    page.get_by_label("Previous conversations").wait_for()
+    assert page.locator(".message-row").count() == 0
+    assert _previous(page) == [FIRST]
+
+
+def test_a_stopped_answer_is_kept_as_stopped(served: Served, browser: Any) -> None:
+    page = _page(browser.new_context())
+    page.goto(served.url, wait_until="load")
+    REPLIES["next"] = Reply(
+        text="According to the Loan Policy [1], " + "and then " * 200, chunk_chars=8, delay=0.2
+    )
+    try:
+        box = page.locator("textarea").first
+        box.fill("Tell me about the emergency loan interest rate, slowly")
+        box.press("Enter")
+        page.locator(".bot").get_by_text(
+            "According to the Loan Policy", exact=False
+        ).first.wait_for()
+        before = _stored(page)
+        page.locator("button.stop-button").first.click()
+        page.locator(".message-row.bot-row").last.get_by_text(
+            "Stopped", exact=False
+        ).first.wait_for()
+        page.wait_for_function(
+            f"localStorage.getItem({json.dumps(STORAGE_KEY)}) !== {json.dumps(before or None)}"
+        )
+    finally:
+        REPLIES["next"] = Reply(text=ANSWER, chunk_chars=20)
+    page.wait_for_timeout(1000)  # both saves (the chat's own and the Stop's) have landed
+    page.reload(wait_until="load")
+    page.locator(".message-row.user-row").first.wait_for()
+    shown = _shown(page)
+    assert "Stopped: the answer above is incomplete." in shown
+    assert "in progress" not in shown
+
+
+def _exported(index: Path) -> list[dict[str, Any]]:
+    out = io.StringIO()
+    assert main(["audit", "export", "--index", str(index)], environ={}, stdout=out) == 0
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def _feedback_on(index: Path, question: str) -> dict[str, Any] | None:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        mine = [r for r in _exported(index) if r["question"] == question]
+        if mine and mine[0]["feedback"]:
+            return dict(mine[0]["feedback"])
+        time.sleep(0.1)
+    return None
+
+
+def test_feedback_on_a_restored_answer_reaches_its_record(served: Served, browser: Any) -> None:
+    page = _page(browser.new_context())
+    page.goto(served.url, wait_until="load")
+    question = "Restored: what is the emergency loan interest rate?"
+    _ask(page, question)
+    page.reload(wait_until="load")
+    page.locator(".message-row.user-row").first.wait_for()
+
+    # The flag menu: a common fault in one click, stored as a thumbs down with it.
+    page.locator('.message-buttons button[aria-label="Feedback"]').last.click()
+    page.get_by_text("Out of date", exact=True).click()
+    page.get_by_text("Tell us what was wrong", exact=False).wait_for()
+    assert page.get_by_label("What was wrong? (optional)").input_value() == "Out of date"
+
+    feedback = _feedback_on(served.index, question)
+    assert feedback is not None, "the thumb on the restored answer reached no record"
+    assert feedback["rating"] == "down"
+    assert feedback["reason"] == "Out of date"
+
+
+def _log_in(context: Any, url: str, name: str) -> Any:
+    context.request.get(url + "/logout")
+    response = context.request.post(
+        url + "/login", form={"username": name, "password": f"pw-{name}"}
+    )
+    assert response.ok, response.status
+    page = _page(context)
+    page.goto(url + "/", wait_until="load")
+    page.locator("textarea").first.wait_for()
+    return page
+
+
+def test_two_logins_of_one_browser_keep_their_own_conversations(
+    with_logins: Served, browser: Any
+) -> None:
+    context = browser.new_context()  # one browser profile: one local storage
+    ann = _log_in(context, with_logins.url, "ann")
+    _ask(ann, "Ann asks about the emergency loan interest rate")
+    stale = ann  # Ann's page stays open while Bob logs in
+
+    bob = _log_in(context, with_logins.url, "bob")
+    bob.wait_for_timeout(500)
+    assert bob.locator(".message-row").count() == 0, "Bob sees Ann's conversation"
+    assert bob.get_by_label("Previous conversations").count() == 0
+    _ask(bob, "Bob asks about annual leave")
+
+    # Ann's old page now sends Bob's cookie: what it does is not stored as Bob's (its copy
+    # of the storage predates Bob's conversation, which it would wipe).
+    stale.get_by_role("button", name="New chat").click()
+    stale.locator(".message-row").first.wait_for(state="detached")
+    stale.wait_for_timeout(800)
+
+    bob.reload(wait_until="load")
+    bob.locator(".message-row.user-row").first.wait_for()
+    assert _questions(bob) == ["Bob asks about annual leave"]
+    assert bob.get_by_label("Previous conversations").count() == 0
+    assert "Ann" not in _shown(bob)
+
+    ann = _log_in(context, with_logins.url, "ann")
+    ann.locator(".message-row.user-row").first.wait_for()
+    assert _questions(ann) == ["Ann asks about the emergency loan interest rate"]
+    assert "Bob" not in _shown(ann)
