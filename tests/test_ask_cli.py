@@ -101,6 +101,25 @@ def test_a_configured_model_answers_and_its_citations_are_checked(index: Path) -
     assert line["unsupported"] == ["Staff get 99 days off [1]."]
 
 
+def test_a_model_saying_not_covered_in_its_own_words_gets_the_no_match_line(index: Path) -> None:
+    # Not the prompt's fixed sentence: a model's own wording of the same verdict.
+    refusal = "Unfortunately, the provided documents don't say anything about that."
+    with FakeOpenAIServer(default=Reply(text=refusal)) as server:
+        env = {"ASSISTANT_LLM_BASE_URL": server.base_url, "ASSISTANT_LLM_API_KEY": "test"}
+        question = '{"id": "c", "question": "What interest do emergency loans carry?"}\n'
+        (line,) = ask_json(index, question, env=env)
+        assert len(server.requests) == 1  # retrieval matched, so the model was asked
+    assert set(line) == ANSWER_KEYS
+    assert line["mode"] == "no good match"
+    assert line["no_good_match"] is True
+    assert line["citations"] == []
+    assert line["unsupported"] == []
+    assert line["answer"].startswith("The policy documents do not appear to cover this question")
+    assert refusal not in line["answer"]
+    assert line["sources"], "the closest sections are still listed"
+    assert line["sources"][0]["heading_path"].split(" > ")[-1] in line["answer"]
+
+
 def test_source_and_tag_filters_restrict_the_sources(index: Path) -> None:
     (line,) = ask_json(
         index, '{"id": 1, "question": "How many days of leave?"}\n', "--source", "leave.md"
