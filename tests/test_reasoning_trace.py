@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from assistant.answering.llm import VisibleText
-from assistant.config import Settings
+from assistant.answering.llm import OpenAIChat, VisibleText
+from assistant.config import LLMSettings, Settings
 from assistant.web.trace import reasoning_block
 from assistant.web.ui import make_responder
 from tests.openai_server import FakeOpenAIServer, Reply
@@ -74,3 +74,12 @@ def test_think_blocks_split_across_deltas_are_kept_for_the_trace() -> None:
     assert shown == "Answer "
     assert stream.take_thought() == "a <b>xtail"
     assert stream.take_thought() == ""
+
+
+def test_a_rewrite_completion_keeps_only_the_text_after_the_thinking(
+    server: FakeOpenAIServer,
+) -> None:
+    server.enqueue(Reply(text="<think>They mean loans.</think>emergency loan interest rate"))
+    chat = OpenAIChat(LLMSettings(base_url=server.base_url), max_retries=0)
+    messages = [{"role": "user", "content": "and the rate?"}]
+    assert chat.complete(messages) == "emergency loan interest rate"

@@ -239,7 +239,10 @@ class OpenAIChat:
             raise self._translate(exc, mid_stream=False) from exc
         if not response.choices:
             return ""
-        return response.choices[0].message.content or ""
+        # A reasoning model thinks here too: its <think> block is not the rewrite.
+        visible = VisibleText()
+        text = visible.feed(response.choices[0].message.content or "")
+        return text + visible.finish()
 
     def _get_client(self) -> oa.OpenAI:
         with self._lock:
