@@ -222,13 +222,24 @@ def sources_markdown(
     if answer.invalid_citation_numbers:
         bad = ", ".join(f"\\[{n}\\]" for n in answer.invalid_citation_numbers)
         entries.append(f"*Citations {bad} do not match any source and were ignored.*")
-    if answer.unsupported_sentences:
-        quoted = "\n".join(f"> {escape_markdown(s)}" for s in answer.unsupported_sentences)
+    shown = [s for s in answer.unsupported_sentences if s in answer.text]
+    withheld = [s for s in answer.unsupported_sentences if s not in answer.text]
+    if shown:
         entries.append(
             "**Check these statements:** their words or figures are not in the source "
-            f"they cite.\n\n{quoted}"
+            f"they cite.\n\n{_quoted(shown)}"
+        )
+    if withheld:
+        # Grounded only: the reader should still learn what the model claimed, as a claim.
+        entries.append(
+            "**Withheld from the answer** (no source holds their words or figures; the "
+            f"closest source sentence is quoted instead):\n\n{_quoted(withheld)}"
         )
     return "\n\n".join(entries)
+
+
+def _quoted(sentences: Sequence[str]) -> str:
+    return "\n".join(f"> {escape_markdown(s)}" for s in sentences)
 
 
 def _also_retrieved(answer: Answer, *, cited: set[int]) -> str:
