@@ -8,12 +8,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from assistant.answering.llm import OpenAIChat, VisibleText
+from assistant.answering.llm import LENGTH_NOTE, OpenAIChat, VisibleText
+from assistant.answering.service import Assistant
 from assistant.config import LLMSettings, Settings
 from assistant.web.trace import reasoning_block
 from assistant.web.ui import make_responder
 from tests.openai_server import FakeOpenAIServer, Reply
-from tests.test_chat import FakeSearcher, online
+from tests.test_chat import TOKENIZER, FakeSearcher, online
 
 # Markup, a Markdown heading after a blank line, and a figure no source holds: escaped in
 # the trace, never rendered, never flagged as an unsupported statement of the answer.
@@ -83,3 +84,20 @@ def test_a_rewrite_completion_keeps_only_the_text_after_the_thinking(
     chat = OpenAIChat(LLMSettings(base_url=server.base_url), max_retries=0)
     messages = [{"role": "user", "content": "and the rate?"}]
     assert chat.complete(messages) == "emergency loan interest rate"
+
+
+@pytest.mark.parametrize("grounded", [True, False])
+def test_the_length_note_is_never_flagged_or_withheld(
+    server: FakeOpenAIServer, grounded: bool
+) -> None:
+    server.enqueue(Reply(text="Full-time members get 25 days [1]. " * 10))
+    llm = LLMSettings(base_url=server.base_url, max_tokens=16, grounded_only=grounded)
+    model = OpenAIChat(llm, max_retries=0)
+    service = Assistant(
+        FakeSearcher(), model=model, settings=Settings(llm=llm), tokenizer=TOKENIZER
+    )
+    run = service.ask("How much leave do I get?")
+    "".join(run)
+    answer = run.answer()
+    assert answer.text.endswith(LENGTH_NOTE)  # its setting's name is no invented name
+    assert answer.unsupported_sentences == ()

@@ -25,7 +25,7 @@ from assistant.answering.extractive import (
     draft_extractive,
     stream_extractive,
 )
-from assistant.answering.llm import OpenAIChat
+from assistant.answering.llm import LENGTH_NOTE, TIME_NOTE, OpenAIChat
 from assistant.answering.prompt import Prompt, build_prompt
 from assistant.answering.rewrite import Completer, QueryRewriter, Rewrite
 from assistant.answering.safety import SafeStream, escape_markdown
@@ -209,13 +209,17 @@ class AnswerRun:
         return self._checked[1]
 
     def _check(self, text: str, prompt: Prompt) -> Answer:
+        # The cut-off notes are ours, not the model's: never flagged, never withheld.
+        note = next((n for n in (LENGTH_NOTE, TIME_NOTE) if text.endswith(n)), "")
         answer = check_answer(
             self._question,
-            text,
+            text.removesuffix(note) if note else text,
             prompt.sources,
             offline=self._mode == "extractive",
             grounded_only=self._grounded_only,
         )
+        if note:
+            answer = replace(answer, text=answer.text + note)
         if answer.not_covered:
             # The model's own "not covered" gets the no-match experience: the plain
             # statement and the closest sections, never a half-answer.
