@@ -74,6 +74,8 @@ class ChatModel(Protocol):
     def stream(self, messages: Sequence[dict[str, str]]) -> Iterator[str]:
         """Yield text deltas; closing the iterator closes the upstream request.
 
+        Deltas of type `assistant.types.Reasoning` are the model's reasoning, not answer text.
+
         Raises:
             LLMError: The model failed; the message is safe to show a user.
         """

@@ -34,6 +34,7 @@ __all__ = [
     "IndexChanges",
     "IndexSnapshot",
     "Problem",
+    "Reasoning",
     "RowOrigin",
     "SearchFilters",
     "SearchResult",
@@ -46,6 +47,18 @@ __all__ = [
     "shorten_heading",
     "shown_heading_path",
 ]
+
+
+class Reasoning(str):
+    """A delta of a chat model's reasoning (``<think>`` text or ``reasoning_content``).
+
+    `ChatModel.stream` yields these among its answer deltas: a plain ``str`` to code
+    that does not look, so the service can keep reasoning out of the answer (never
+    shown as answer text, never cite-checked) and show it collapsed in the trace.
+    """
+
+    __slots__ = ()
+
 
 BlockKind = Literal["paragraph", "list_item", "table", "code", "heading", "faq", "other"]
 

@@ -89,16 +89,54 @@ def test_json_answer_is_the_text_the_chat_shows(index: Path) -> None:
     assert "21 days of annual leave" in line["answer"]
 
 
-def test_a_configured_model_answers_and_its_citations_are_checked(index: Path) -> None:
-    text = "Emergency loans carry 12% per annum [1]. Staff get 99 days off [1]. See also [9]."
+def model_line(index: Path, text: str, **env: str) -> dict[str, Any]:
     with FakeOpenAIServer(default=Reply(text=text)) as server:
-        env = {"ASSISTANT_LLM_BASE_URL": server.base_url, "ASSISTANT_LLM_API_KEY": "test"}
+        env |= {"ASSISTANT_LLM_BASE_URL": server.base_url, "ASSISTANT_LLM_API_KEY": "test"}
         (line,) = ask_json(index, '{"id": "m", "question": "Emergency loan interest?"}\n', env=env)
         assert len(server.requests) == 1
+    return line
+
+
+INVENTED = "Emergency loans carry 12% per annum [1]. Staff get 99 days off [1]. See also [9]."
+
+
+def test_a_configured_model_answers_and_its_citations_are_checked(index: Path) -> None:
+    line = model_line(index, INVENTED, ASSISTANT_GROUNDED_ONLY="0")
     assert line["mode"] == "model"
     assert "[9]" not in line["answer"]  # a marker to no source is dropped, as in the chat
     assert [c["n"] for c in line["citations"]] == [1]
     assert line["unsupported"] == ["Staff get 99 days off [1]."]
+    assert "Staff get 99 days off [1]. ⚠" in line["answer"]  # shown, marked
+
+
+def test_by_default_an_unsupported_model_sentence_is_withheld(index: Path) -> None:
+    line = model_line(index, INVENTED)
+    assert line["mode"] == "model"
+    assert line["unsupported"] == ["Staff get 99 days off [1]."]  # still reported
+    assert "99" not in line["answer"]
+    assert line["answer"].startswith("Emergency loans carry 12% per annum [1].")
+    assert "“" in line["answer"]  # a quoted source sentence stands in its place
+    cited = {c["n"] for c in line["citations"]}
+    assert all(f"[{n}]" in line["answer"] for n in cited)
+
+
+def test_a_model_saying_not_covered_in_its_own_words_gets_the_no_match_line(index: Path) -> None:
+    # Not the prompt's fixed sentence: a model's own wording of the same verdict.
+    refusal = "Unfortunately, the provided documents don't say anything about that."
+    with FakeOpenAIServer(default=Reply(text=refusal)) as server:
+        env = {"ASSISTANT_LLM_BASE_URL": server.base_url, "ASSISTANT_LLM_API_KEY": "test"}
+        question = '{"id": "c", "question": "What interest do emergency loans carry?"}\n'
+        (line,) = ask_json(index, question, env=env)
+        assert len(server.requests) == 1  # retrieval matched, so the model was asked
+    assert set(line) == ANSWER_KEYS
+    assert line["mode"] == "no good match"
+    assert line["no_good_match"] is True
+    assert line["citations"] == []
+    assert line["unsupported"] == []
+    assert line["answer"].startswith("The policy documents do not appear to cover this question")
+    assert refusal not in line["answer"]
+    assert line["sources"], "the closest sections are still listed"
+    assert line["sources"][0]["heading_path"].split(" > ")[-1] in line["answer"]
 
 
 def test_source_and_tag_filters_restrict_the_sources(index: Path) -> None:

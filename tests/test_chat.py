@@ -82,7 +82,9 @@ def server() -> Iterator[FakeOpenAIServer]:
 
 
 def online(server: FakeOpenAIServer, searcher: FakeSearcher, *, timeout: float = 5) -> Assistant:
-    settings = Settings(llm=LLMSettings(base_url=server.base_url, timeout=timeout))
+    # Marked inline, not withheld: these tests look at what the check flags.
+    llm = LLMSettings(base_url=server.base_url, timeout=timeout, grounded_only=False)
+    settings = Settings(llm=llm)
     model = OpenAIChat(settings.llm, max_retries=0)
     return Assistant(searcher, model=model, settings=settings, tokenizer=TOKENIZER)
 

@@ -65,3 +65,17 @@ def test_fusion_and_title_weights_come_from_the_environment() -> None:
     retrieval = Settings.from_env(env).retrieval
     assert (retrieval.lexical_weight, retrieval.title_weight) == (0.2, 0.0)
     assert Settings.from_env({}).retrieval.title_weight > 0
+
+
+@pytest.mark.parametrize(
+    ("value", "grounded"),
+    [("", True), ("1", True), ("on", True), ("0", False), ("off", False), ("False", False)],
+)
+def test_grounded_only_is_on_unless_switched_off(value: str, grounded: bool) -> None:
+    env = {"ASSISTANT_LLM_BASE_URL": "http://127.0.0.1:8080/v1", "ASSISTANT_GROUNDED_ONLY": value}
+    assert Settings.from_env(env).llm.grounded_only is grounded
+
+
+def test_a_mistyped_grounded_only_is_an_error_not_off() -> None:
+    with pytest.raises(ConfigError, match="ASSISTANT_GROUNDED_ONLY"):
+        Settings.from_env({"ASSISTANT_GROUNDED_ONLY": "of"})

@@ -117,6 +117,24 @@ def test_unsupported_statements_are_flagged_for_the_reader() -> None:
     )
 
 
+def test_withheld_statements_are_listed_as_withheld_not_as_to_check() -> None:
+    hit = loan_hit()
+    # Grounded only replaced the sentence by a quote: it is no longer in the answer.
+    answer = Answer(
+        "q",
+        "“Loans carry 12% per annum.” [1]",
+        (hit,),
+        (Citation(1, hit),),
+        unsupported_sentences=("Loans cost 99% [1].",),
+    )
+
+    text = sources_markdown(answer)
+
+    assert "Withheld from the answer" in text
+    assert "> Loans cost 99% \\[1\\]." in text
+    assert "Check these statements" not in text
+
+
 @pytest.mark.parametrize("text", ["-", "- not a list", "+ x", "12. not a list", "=", "---"])
 def test_line_start_markers_stay_text(text: str) -> None:
     rendered = _md.render("> " + escape_markdown(text))

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from assistant import openai_api as oa
 from assistant.config import LLMSettings
 from assistant.errors import LLMError
+from assistant.types import Reasoning
 from assistant.words import valid_unicode
 
 if TYPE_CHECKING:
@@ -43,39 +44,48 @@ _CONTEXT_WORDS = re.compile(r"context[ _](?:window|length|size)")
 
 
 class VisibleText:
-    """Drop ``<think>...</think>`` blocks from a stream of text deltas.
+    """Split ``<think>...</think>`` blocks off a stream of text deltas.
 
     Tags may be split across deltas, so up to a tag's length of text is held back
     until it is clear whether it starts a tag. An unclosed block hides the rest.
+    What the blocks held is kept for `take_thought` (the trace shows it).
     """
 
     def __init__(self) -> None:
         self._pending = ""
         self._thinking = False
+        self._thought: list[str] = []
 
     def feed(self, delta: str) -> str:
         """Return the visible text that ``delta`` completes."""
         self._pending += delta
-        out = []
+        out: list[str] = []
         while True:
             tag = _THINK_CLOSE if self._thinking else _THINK_OPEN
             at = self._pending.find(tag)
             if at >= 0:
-                if not self._thinking:
-                    out.append(self._pending[:at])
+                (self._thought if self._thinking else out).append(self._pending[:at])
                 self._pending = self._pending[at + len(tag) :]
                 self._thinking = not self._thinking
                 continue
             keep = _partial_tag_length(self._pending, tag)
-            if not self._thinking:
-                out.append(self._pending[: len(self._pending) - keep])
+            (self._thought if self._thinking else out).append(
+                self._pending[: len(self._pending) - keep]
+            )
             self._pending = self._pending[len(self._pending) - keep :]
             return "".join(out)
 
     def finish(self) -> str:
         """Return text held back at the end (none while inside a think block)."""
+        if self._thinking:
+            self._thought.append(self._pending)
         rest, self._pending = ("" if self._thinking else self._pending), ""
         return rest
+
+    def take_thought(self) -> str:
+        """Return the think-block text seen since the last call."""
+        thought, self._thought = "".join(self._thought), []
+        return thought
 
 
 class Utf16Joiner:
@@ -153,7 +163,8 @@ class OpenAIChat:
             messages: Chat messages as ``{"role": ..., "content": ...}`` dicts.
 
         Yields:
-            Non-empty text deltas, valid Unicode.
+            Non-empty text deltas, valid Unicode; the model's reasoning (a
+            ``reasoning_content`` field or ``<think>`` blocks) as `Reasoning` deltas.
 
         Raises:
             LLMError: The request failed, timed out, the connection dropped or the
@@ -186,8 +197,11 @@ class OpenAIChat:
                 logger.warning("chat stream stopped at the time limit")
                 yield TIME_NOTE
                 return
-            content, finish = _delta(chunk)
+            content, reasoning, finish = _delta(chunk)
             text = visible.feed(joiner.feed(content))
+            thought = reasoning + visible.take_thought()
+            if thought:
+                yield Reasoning(valid_unicode(thought))
             if text:
                 size += len(text)
                 yield text
@@ -196,6 +210,9 @@ class OpenAIChat:
                 yield LENGTH_NOTE
                 return
         tail = visible.feed(joiner.finish()) + visible.finish()
+        thought = visible.take_thought()
+        if thought:
+            yield Reasoning(valid_unicode(thought))
         if tail:
             yield tail
         if not finished:
@@ -222,7 +239,10 @@ class OpenAIChat:
             raise self._translate(exc, mid_stream=False) from exc
         if not response.choices:
             return ""
-        return response.choices[0].message.content or ""
+        # A reasoning model thinks here too: its <think> block is not the rewrite.
+        visible = VisibleText()
+        text = visible.feed(response.choices[0].message.content or "")
+        return text + visible.finish()
 
     def _get_client(self) -> oa.OpenAI:
         with self._lock:
@@ -259,22 +279,27 @@ class OpenAIChat:
         return LLMError(message)
 
 
-def _delta(chunk: object) -> tuple[str, str | None]:
-    """Return a chunk's text and finish reason; anything of another shape reads as nothing.
+def _delta(chunk: object) -> tuple[str, str, str | None]:
+    """Return a chunk's text, its reasoning and its finish reason.
 
-    The SDK builds chunks without validating them, so ``choices``, ``delta`` and
-    ``content`` can be missing, null, lists or numbers. The final usage chunk has no
-    choices; role-only deltas have no content. Reasoning models send their thinking
-    as ``reasoning_content`` (never read here) or inside <think> tags (`VisibleText`).
+    Anything of another shape reads as nothing: the SDK builds chunks without
+    validating them, so ``choices``, ``delta`` and ``content`` can be missing, null,
+    lists or numbers. The final usage chunk has no choices; role-only deltas have no
+    content. Reasoning models send their thinking as ``reasoning_content`` (vLLM,
+    llama.cpp, DeepSeek), ``reasoning`` (Ollama, newer vLLM) or inside <think> tags
+    (`VisibleText`).
     """
     choices = getattr(chunk, "choices", None)
     if not isinstance(choices, list) or not choices:
-        return "", None
+        return "", "", None
     choice = choices[0]
-    content = getattr(getattr(choice, "delta", None), "content", None)
+    delta = getattr(choice, "delta", None)
+    content = getattr(delta, "content", None)
+    reasoning = getattr(delta, "reasoning_content", None) or getattr(delta, "reasoning", None)
     finish = getattr(choice, "finish_reason", None)
     return (
         content if isinstance(content, str) else "",
+        reasoning if isinstance(reasoning, str) else "",
         finish if isinstance(finish, str) else None,
     )
 

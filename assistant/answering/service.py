@@ -25,7 +25,7 @@ from assistant.answering.extractive import (
     draft_extractive,
     stream_extractive,
 )
-from assistant.answering.llm import OpenAIChat
+from assistant.answering.llm import LENGTH_NOTE, TIME_NOTE, OpenAIChat
 from assistant.answering.prompt import Prompt, build_prompt
 from assistant.answering.rewrite import Completer, QueryRewriter, Rewrite
 from assistant.answering.safety import SafeStream, escape_markdown
@@ -40,6 +40,7 @@ from assistant.types import (
     MAX_TURNS,
     Answer,
     Hit,
+    Reasoning,
     SearchFilters,
     SearchResult,
     Turn,
@@ -58,6 +59,9 @@ FALLBACK_LABEL = "Extracted passages (the language model is not available right 
 # Produces the offline answer instead: its deltas, mode, prompt and search result.
 Fallback = Callable[[], tuple[Iterator[str], str, Prompt | None, SearchResult]]
 STREAM_FAILED = "The answer stopped because of an unexpected error; try again."
+# The reasoning kept for the trace; a model that thinks at length is cut here.
+MAX_REASONING_CHARS = 20_000
+REASONING_CUT = "\n[... reasoning cut at 20,000 characters]"
 
 
 class AnswerRun:
@@ -104,6 +108,8 @@ class AnswerRun:
         self._upstream: Iterator[str] | None = None
         self._fallback = fallback
         self._fell_back = ""
+        self._reasoning: list[str] = []
+        self._reasoning_chars = 0
 
     def __iter__(self) -> Iterator[str]:
         if self._iterated or self._closed:
@@ -124,6 +130,10 @@ class AnswerRun:
             for delta in upstream:
                 if self._closed:
                     return
+                if isinstance(delta, Reasoning):
+                    # Never answer text: not shown, not checked, not counted as a first token.
+                    self._keep_reasoning(delta)
+                    continue
                 if not self._first_ms:
                     self._first_ms = _ms_since(self._started)
                 safe = self._safe.feed(delta)
@@ -139,6 +149,18 @@ class AnswerRun:
             # answer and its sources stay, with a note (details in the log).
             logger.exception("the answer stream failed")
             self.error = STREAM_FAILED
+
+    def _keep_reasoning(self, delta: str) -> None:
+        room = MAX_REASONING_CHARS - self._reasoning_chars
+        if room <= 0:
+            return
+        self._reasoning.append(delta[:room] + (REASONING_CUT if len(delta) > room else ""))
+        self._reasoning_chars += len(delta)
+
+    @property
+    def reasoning(self) -> str:
+        """Return the model's reasoning so far (raw model text: escape it to show it)."""
+        return "".join(self._reasoning).strip()
 
     def _answer_offline(self, exc: LLMError) -> Iterator[str]:
         """Answer from the passages when the model fails before its first word.
@@ -187,13 +209,17 @@ class AnswerRun:
         return self._checked[1]
 
     def _check(self, text: str, prompt: Prompt) -> Answer:
+        # The cut-off notes are ours, not the model's: never flagged, never withheld.
+        note = next((n for n in (LENGTH_NOTE, TIME_NOTE) if text.endswith(n)), "")
         answer = check_answer(
             self._question,
-            text,
+            text.removesuffix(note) if note else text,
             prompt.sources,
             offline=self._mode == "extractive",
             grounded_only=self._grounded_only,
         )
+        if note:
+            answer = replace(answer, text=answer.text + note)
         if answer.not_covered:
             # The model's own "not covered" gets the no-match experience: the plain
             # statement and the closest sections, never a half-answer.
@@ -229,6 +255,9 @@ class AnswerRun:
                 f"{', question truncated' if p.question_truncated else ''})"
             )
         lines.append(f"retrieval: {self._retrieval_ms:.0f} ms")
+        if self.reasoning:
+            words = len(self.reasoning.split())
+            lines.append(f"model reasoning: {words} words (not part of the answer)")
         if self._first_ms:
             lines.append(f"first token: {self._first_ms:.0f} ms")
         if self._total_ms:

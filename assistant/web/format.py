@@ -18,7 +18,7 @@ from assistant.answering.safety import escape_markdown
 from assistant.types import MAX_TURN_CHARS, MAX_TURNS, Answer, Hit, Turn
 from assistant.web.passages import cited_passages
 from assistant.web.plain import plain_text
-from assistant.web.trace import readable_trace
+from assistant.web.trace import readable_trace, reasoning_block
 from assistant.words import valid_unicode
 
 __all__ = [
@@ -222,13 +222,24 @@ def sources_markdown(
     if answer.invalid_citation_numbers:
         bad = ", ".join(f"\\[{n}\\]" for n in answer.invalid_citation_numbers)
         entries.append(f"*Citations {bad} do not match any source and were ignored.*")
-    if answer.unsupported_sentences:
-        quoted = "\n".join(f"> {escape_markdown(s)}" for s in answer.unsupported_sentences)
+    shown = [s for s in answer.unsupported_sentences if s in answer.text]
+    withheld = [s for s in answer.unsupported_sentences if s not in answer.text]
+    if shown:
         entries.append(
             "**Check these statements:** their words or figures are not in the source "
-            f"they cite.\n\n{quoted}"
+            f"they cite.\n\n{_quoted(shown)}"
+        )
+    if withheld:
+        # Grounded only: the reader should still learn what the model claimed, as a claim.
+        entries.append(
+            "**Withheld from the answer** (no source holds their words or figures; the "
+            f"closest source sentence is quoted instead):\n\n{_quoted(withheld)}"
         )
     return "\n\n".join(entries)
+
+
+def _quoted(sentences: Sequence[str]) -> str:
+    return "\n".join(f"> {escape_markdown(s)}" for s in sentences)
 
 
 def _also_retrieved(answer: Answer, *, cited: set[int]) -> str:
@@ -249,6 +260,7 @@ def trace_markdown(
     timings: Mapping[str, float],
     names: Callable[[str], str] | None = None,
     filters: str = "",
+    reasoning: str = "",
 ) -> str:
     """Render the retrieval trace of one answer as a Markdown code block.
 
@@ -259,9 +271,11 @@ def trace_markdown(
         timings: UI-side timings in seconds, e.g. ``first token`` (each shown once).
         names: Returns "Title > Section" for a chunk id, shown beside each candidate.
         filters: The active filters in words.
+        reasoning: The model's reasoning, shown collapsed after the block.
 
     Returns:
-        Markdown: a fenced block, so nothing in it renders as Markdown or HTML.
+        Markdown: a fenced block, so nothing in it renders as Markdown or HTML, then
+        the reasoning (escaped) in a collapsed ``<details>`` when there is any.
     """
     body = [f"question: {question}", f"searched: {query}"]
     rest = [line for line in lines if line not in body]
@@ -269,4 +283,5 @@ def trace_markdown(
     text = "\n".join(body)
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
-    return f"{fence}text\n{text}\n{fence}"
+    block = reasoning_block(reasoning)
+    return f"{fence}text\n{text}\n{fence}" + (f"\n\n{block}" if block else "")

@@ -3,15 +3,17 @@
 The service writes compact lines for logs and the CLI: filters as a Python repr,
 candidates as comma-joined chunk ids, timings from both the service and the UI.
 In the chat each candidate gets a line of its own with its document title and
-section, filters read as words, and each timing appears once.
+section, filters read as words, and each timing appears once. A reasoning model's
+thinking is shown collapsed beneath them (`reasoning_block`), escaped, never as answer.
 """
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Callable, Mapping, Sequence
 
-__all__ = ["readable_trace"]
+__all__ = ["readable_trace", "reasoning_block"]
 
 ChunkNames = Callable[[str], str]
 
@@ -44,6 +46,22 @@ def readable_trace(
         if not any(line.startswith(f"{name}: ") for line in out):
             out.append(f"{name}: {seconds * 1000:.0f} ms")
     return _unique(out)
+
+
+def reasoning_block(reasoning: str) -> str:
+    """Return the model's reasoning as a collapsed HTML block ("" when there is none).
+
+    The text is the model's own and may hold anything, so it is escaped; the block is
+    one line (newlines as ``&#10;`` inside ``<pre>``) because a blank line would end the
+    HTML block and let the rest render as Markdown.
+    """
+    text = reasoning.replace("\r\n", "\n").replace("\r", "\n").strip()
+    if not text:
+        return ""
+    words = len(text.split())
+    body = html.escape(text, quote=True).replace("\n", "&#10;")
+    summary = f"Model reasoning ({words} words, not part of the answer)"
+    return f'<details class="reasoning"><summary>{summary}</summary><pre>{body}</pre></details>'
 
 
 def _readable(line: str, *, names: ChunkNames | None, filters: str) -> list[str]:

@@ -333,6 +333,8 @@ def _stream(
         timings=timings,
         names=shown.names,
         filters=shown.filters,
+        # Only the service's runs have it (as with ``mode``); other streams show none.
+        reasoning=str(getattr(stream, "reasoning", "") or ""),
     )
     messages.append(gr.ChatMessage(content=trace, metadata={"title": "Trace", "status": "done"}))
     yield messages
