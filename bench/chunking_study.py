@@ -30,7 +30,6 @@ of `ChunkingSettings`.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import tempfile
 from functools import cache
 from pathlib import Path
@@ -77,9 +76,9 @@ def chunk(
         overlap=defaults.overlap if overlap is None else overlap,
         min_tokens=defaults.min_tokens if min_tokens is None else min_tokens,
     )
-    name = hashlib.sha1(text.encode("utf-8")).hexdigest()[:12] + ".md"
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / name
+        # The corpus has no name: the fallback title ("Document") is the same for all.
+        path = Path(tmp) / "document.md"
         path.write_bytes(text.encode("utf-8"))
         doc = load_document(path, root=Path(tmp))
     if doc.text != text:  # spans must refer to the caller's text
