@@ -149,3 +149,11 @@ def test_a_year_no_passage_mentions_is_not_covered() -> None:
     assert not draft.covered
     assert "2019" in draft.reason
     assert draft_extractive("What dividend did the Sacco pay in 2024?", (dividends,)).covered
+
+
+def test_the_word_percentage_is_no_percentage() -> None:
+    percentage = asked_value("What uptime percentage does the Sacco guarantee?")
+    assert percentage is not None
+    assert not states_value(percentage, "Where a fee is a percentage, the minimum applies.")
+    assert states_value(percentage, "GitHub matches one hundred percent of sponsorships.")
+    assert states_value(percentage, "Interest is 12 per cent a year.")

@@ -48,7 +48,10 @@ class ValueKind:
     decisive: bool = True
 
 
-PERCENTAGE = ValueKind("a percentage", re.compile(r"\d\s*%|\bper\s?cent|\bpercent", re.I))
+# "Where a fee is a percentage" states none: a percentage is a number with its sign or word.
+PERCENTAGE = ValueKind(
+    "a percentage", re.compile(rf"\d\s*%|\b{_NUMBER}\s*-?\s*(?:per\s?cent|percent)\b", re.I)
+)
 AMOUNT = ValueKind(
     "an amount",
     re.compile(
