@@ -81,7 +81,11 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     with FakeOpenAIServer(handler=reply_for) as server:
         settings = Settings(
             store=StoreSettings(path=base / "index"),
-            llm=LLMSettings(base_url=server.base_url, api_key="test", timeout=2),
+            # The fake echoes tickets no source holds: grounded only would withhold them,
+            # and this file checks who gets which answer, not grounding.
+            llm=LLMSettings(
+                base_url=server.base_url, api_key="test", timeout=2, grounded_only=False
+            ),
             ui=UISettings(port=free_port(), concurrency=USERS),
         )
         ingest([docs], settings=settings, embedder=FakeEmbedder(1024))
