@@ -64,7 +64,15 @@ def sample(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     with FakeOpenAIServer(handler=lambda body: replies["next"]) as server:
         settings = Settings(
             store=StoreSettings(path=index),
-            llm=LLMSettings(base_url=server.base_url, api_key="test", model=MODEL, timeout=10),
+            # The scripted answers test how citations and sources are shown; grounded only
+            # would replace their sentences (FakeEmbedder's sources hold other words).
+            llm=LLMSettings(
+                base_url=server.base_url,
+                api_key="test",
+                model=MODEL,
+                timeout=10,
+                grounded_only=False,
+            ),
             ui=UISettings(port=free_port()),
         )
         ingest([SAMPLE], settings=settings, embedder=FakeEmbedder())
