@@ -386,7 +386,11 @@ def hostile_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with FakeOpenAIServer(default=reply) as server:
         settings = Settings(
             store=StoreSettings(path=base / "index"),
-            llm=LLMSettings(base_url=server.base_url, api_key="t", max_tokens=8000),
+            # The hostile text must reach the page to prove it is neutralised there;
+            # grounded only would withhold most of it before display.
+            llm=LLMSettings(
+                base_url=server.base_url, api_key="t", max_tokens=8000, grounded_only=False
+            ),
             ui=UISettings(port=free_port()),
         )
         report = ingest([docs], settings=settings, embedder=ConftestEmbedder())
