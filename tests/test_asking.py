@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from assistant.answering.asking import asked_value, states_value
+from assistant.answering.asking import asked_value, question_parts, states_value
 from assistant.answering.extractive import draft_extractive, stream_extractive
 from tests.hit_factory import make_hit
 
@@ -157,3 +157,35 @@ def test_the_word_percentage_is_no_percentage() -> None:
     assert not states_value(percentage, "Where a fee is a percentage, the minimum applies.")
     assert states_value(percentage, "GitHub matches one hundred percent of sponsorships.")
     assert states_value(percentage, "Interest is 12 per cent a year.")
+
+
+@pytest.mark.parametrize(
+    ("question", "parts"),
+    [
+        (
+            "What per diem do I get for a trip, and how soon must I submit the claim?",
+            ("What per diem do I get for a trip", "how soon must I submit the claim"),
+        ),
+        (
+            "Who approves a Development Loan and how many guarantors does it need?",
+            ("Who approves a Development Loan", "how many guarantors does it need"),
+        ),
+    ],
+)
+def test_a_two_part_question_is_split_at_its_second_question(
+    question: str, parts: tuple[str, ...]
+) -> None:
+    assert question_parts(question) == parts
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What happens to my deposits and to my share capital?",
+        "Can I have an account and receive money through Sponsors?",
+        "How many days of leave do I get?",
+        "Explain this, and how?",
+    ],
+)
+def test_a_question_about_one_thing_has_no_parts(question: str) -> None:
+    assert question_parts(question) == ()

@@ -204,3 +204,72 @@ def test_a_bare_label_is_not_quoted_as_an_answer() -> None:
     quoted = [p.text for p in draft.passages]
     assert quoted[0].startswith("Next of kin of a deceased user can ask for access")
     assert "Contact information" not in quoted
+
+
+def test_a_sentence_about_the_document_itself_does_not_lead() -> None:
+    guide = make_hit(
+        1,
+        "## Removing private information\n\nThis guide describes how to ask us to remove "
+        "private information from a repository. We ask the repository owner to delete or "
+        "modify the private information within one business day.",
+        title="Private Information Removal",
+        heading_path=("Private Information Removal",),
+    )
+    draft = draft_extractive(
+        "How do you remove private information from a repository?",
+        (guide,),
+        embedder=ConceptEmbedder(),
+    )
+    assert draft.passages[0].text.startswith("We ask the repository owner to delete")
+
+
+def test_a_fragment_is_not_quoted_as_an_answer() -> None:
+    safe_harbor = make_hit(
+        1,
+        "## Safe harbor\n\nResearch in good faith is authorized conduct under Cal. Penal Code "
+        "502(c). We will not pursue civil action against researchers who follow this policy.",
+        title="Legal Safe Harbor",
+        heading_path=("Legal Safe Harbor",),
+    )
+    draft = draft_extractive(
+        "Will GitHub pursue civil action against security researchers?", (safe_harbor,)
+    )
+    assert all(p.text != "Penal Code 502(c)." for p in draft.passages)
+
+
+def test_a_sentence_leads_rather_than_the_table_row_saying_the_same() -> None:
+    loans = make_hit(
+        1,
+        "## Asset financing\n\nInterest: 16% per annum on a reducing balance.\n\n"
+        "| Product | Interest |\n|---|---|\n| Asset Financing Loan | 16% p.a. reducing balance |",
+        title="Loan Products",
+        heading_path=("Loan Products",),
+    )
+    draft = draft_extractive("What is the interest rate on an Asset Financing Loan?", (loans,))
+    assert draft.passages[0].text == "Interest: 16% per annum on a reducing balance."
+
+
+def test_each_part_of_a_two_part_question_gets_its_answer() -> None:
+    deposits = make_hit(
+        1,
+        "## Interest on deposits\n\nInterest on deposits is calculated on the average monthly "
+        "balance. Deposits made in December earn interest for that month only. Interest on "
+        "deposits is credited to the member's account in March. Members may see their "
+        "interest on deposits on their statement.",
+        title="Deposits",
+        heading_path=("Deposits",),
+    )
+    tax = make_hit(
+        2,
+        "## Tax\n\nWithholding tax at 5% is deducted from interest before payment.",
+        title="Dividend Policy",
+        heading_path=("Dividend Policy",),
+    )
+    draft = draft_extractive(
+        "How is interest on deposits calculated, and what tax is taken off it?",
+        (deposits, tax),
+        embedder=ConceptEmbedder(),
+    )
+    quoted = [p.text for p in draft.passages]
+    assert quoted[0].startswith("Interest on deposits is calculated on the average")
+    assert any("Withholding tax at 5%" in q for q in quoted)

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["ValueKind", "asked_value", "missing_years", "states_value"]
+__all__ = ["ValueKind", "asked_value", "missing_years", "question_parts", "states_value"]
 
 _NUMBER = (
     r"(?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
@@ -35,6 +35,15 @@ _YES_NO = re.compile(
     r"^\s*(?:is|are|was|were|do|does|did|can|could|may|might|will|would|should|shall|has|have)\b",
     re.I,
 )
+
+
+_SECOND_QUESTION = re.compile(
+    r",?\s+and\s+(?=(?:what|how|when|where|who|whom|which|why|is|are|does|do|did|can|could|"
+    r"must|should|will|would|may|has|have)\b)",
+    re.I,
+)
+_TWO = 2
+_PART_WORDS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +172,19 @@ def asked_value(question: str) -> ValueKind | None:
         if asks.search(asking):
             return kind
     return None
+
+
+def question_parts(question: str) -> tuple[str, ...]:
+    """Return the two questions of "What per diem do I get, and how soon must I claim?".
+
+    A question that asks one thing returns no parts. Only a second question
+    word after "and" splits ("deposits and share capital" is one topic).
+    """
+    asking = _last_sentence(question)
+    parts = tuple(p.strip(" ,?") for p in _SECOND_QUESTION.split(asking, maxsplit=1))
+    if len(parts) != _TWO or any(len(p.split()) < _PART_WORDS for p in parts):
+        return ()
+    return parts
 
 
 def missing_years(question: str, texts: Iterable[str]) -> tuple[str, ...]:

@@ -12,8 +12,12 @@ Each unit of the numbered sources gets one score from four signals:
 - structure: a unit stating a figure when the question asks for an amount,
   a duration, a date or a count.
 
-The source's rank adds a small prior. The answer leads with the best unit and
-adds at most two more that score close to it and say something new.
+The source's rank adds a small prior; bare labels, fragments ("All rights
+reserved.") and sentences about the document itself ("This guide describes...")
+lose a little. The answer leads with the best unit (a sentence rather than a
+table row saying the same), adds the best unit for each part of a two-part
+question, then at most two more units in all that score close and say
+something new.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from assistant.answering.asking import asked_value, states_value
+from assistant.answering.asking import asked_value, question_parts, states_value
 from assistant.answering.units import AnswerUnit
 from assistant.protocols import Embedder
 from assistant.words import WORD, content_words
@@ -64,9 +68,20 @@ _ASKING = frozenset(
         "policy policies rule rules say says said there please know want"
     )
 )
+_META = re.compile(
+    r"^(?:here (?:are|is)|the following|below (?:are|is)|see (?:also|below))\b"
+    r"|\b(?:this|these|the following|our)\s+(?:guide|guidelines|policy|policies|document|page|"
+    r"section|article|handbook|procedure|faq|terms)\s+(?:describes?|explains?|sets? out|"
+    r"outlines?|covers?|(?:is|are) (?:designed|intended|meant)|provides?|summari[sz]es?|"
+    r"gives?|helps?|walks?|details?)\b",
+    re.I,
+)
 # One embedding call per question: at most this many units, each cut to _EMBED_CHARS
 # (MiniLM's cost grows with both; 24 x 240 kept the dev and sample figures of 48 x 600).
 _LABEL_WORDS = 6
+_FRAGMENT_WORDS = 4
+_PROSE_LOOKAHEAD = 3
+_MAX_UNITS = 3
 _MAX_CANDIDATES = 24
 _MIN_STEM = 4
 _MIN_SHARED = 6
@@ -84,10 +99,17 @@ class Weights:
     rank: float = 0.05
     # A short label ("Contact Information", "Proprietary Rights") says nothing on its own.
     label: float = 0.2
+    # A sentence about the document itself ("This guide describes...") restates
+    # the question's topic, so it matches well and answers nothing.
+    meta: float = 0.2
+    # "All rights reserved.", "Penal Code 502(c).": too short to answer anything.
+    fragment: float = 0.2
     # A further unit joins the answer when it scores within ``margin`` of the best.
     margin: float = 0.2
     reach: float = 0.35
     max_words: int = 60
+    # A sentence repeating the best table row leads when it scores within this of it.
+    prose: float = 0.2
 
 
 DEFAULT_WEIGHTS = Weights()
@@ -113,6 +135,8 @@ class Ranked:
     place: float
     figure: bool
     found: frozenset[str] = frozenset()
+    # How well the unit answers each part of a two-part question.
+    parts: tuple[float, ...] = ()
 
     @property
     def text(self) -> str:
@@ -155,7 +179,10 @@ def rank_units(
         scored,
         key=lambda s: -(weights.words * s[1] + weights.place * s[2] + weights.rank / s[0].rank),
     )[:_MAX_CANDIDATES]
-    cosines = _cosines(question, [s[0] for s in prior], embedder)
+    parts = question_parts(question)
+    cosines, *part_cosines = _cosines((question, *parts), [s[0] for s in prior], embedder)
+    part_words = [focus_words(p, unknown_words) & wanted for p in parts]
+    part_kinds = [asked_value(p) for p in parts]
     logger.debug("ranked %d of %d units (%d embedded)", len(prior), len(candidates), len(cosines))
     ranked = [
         Ranked(
@@ -165,14 +192,24 @@ def rank_units(
             + weights.place * place
             + weights.structure * figure
             + weights.rank / candidate.rank
-            - weights.label * _is_label(candidate.unit),
+            - weights.label * _is_label(candidate.unit)
+            - weights.meta * _is_meta(candidate.unit)
+            - weights.fragment * _is_fragment(candidate.unit),
             cosine,
             words,
             place,
             figure,
             found,
+            tuple(
+                weights.meaning * pc[i]
+                + weights.words * _share(set(found & pw), _only(idf, pw))
+                + weights.structure * (pk is not None and states_value(pk, _plain(candidate.unit)))
+                for pc, pw, pk in zip(part_cosines, part_words, part_kinds, strict=True)
+            ),
         )
-        for (candidate, words, place, figure, found), cosine in zip(prior, cosines, strict=True)
+        for i, ((candidate, words, place, figure, found), cosine) in enumerate(
+            zip(prior, cosines, strict=True)
+        )
     ]
     return sorted(ranked, key=lambda r: -r.score)
 
@@ -187,24 +224,63 @@ def choose(ranked: Sequence[Ranked], *, weights: Weights = DEFAULT_WEIGHTS) -> l
     """
     if not ranked:
         return []
+    ranked = _prose_first(ranked, weights)
     best = ranked[0]
     chosen = [best]
-    covered = set(best.found)
-    words = _length(best)
+    for part in _part_answers(ranked, weights):
+        if part not in chosen and _fits(part, chosen, weights):
+            chosen.append(part)
+    covered = set().union(*(c.found for c in chosen))
     for other in ranked[1:]:
-        if len(chosen) == 3 or other.score < best.score - weights.reach:
+        if len(chosen) == _MAX_UNITS or other.score < best.score - weights.reach:
             break
         adds = bool(other.found - covered)
         if other.score < best.score - weights.margin and not adds:
             continue
-        if words + _length(other) > weights.max_words:
-            continue
-        if any(_near_duplicate(other, c) for c in chosen):
+        if other in chosen or not _fits(other, chosen, weights):
             continue
         chosen.append(other)
         covered |= other.found
-        words += _length(other)
     return chosen
+
+
+def _part_answers(ranked: Sequence[Ranked], weights: Weights) -> list[Ranked]:
+    """Return the best unit for each part of a two-part question, when it is close enough.
+
+    The best unit overall often answers the first part only ("What per diem do
+    I get, and how soon must I claim?"); each part gets its own best unit.
+    """
+    parts = len(ranked[0].parts)
+    best = ranked[0].score
+    out = []
+    for i in range(parts):
+        top = max(ranked, key=lambda r: r.parts[i])
+        if top.score >= best - weights.reach:
+            out.append(top)
+    return out
+
+
+def _fits(other: Ranked, chosen: Sequence[Ranked], weights: Weights) -> bool:
+    words = sum(_length(c) for c in chosen)
+    return words + _length(other) <= weights.max_words and not any(
+        _near_duplicate(other, c) for c in chosen
+    )
+
+
+def _prose_first(ranked: Sequence[Ranked], weights: Weights) -> Sequence[Ranked]:
+    """Lead with a sentence rather than a table row that says the same thing about as well.
+
+    A sentence reads as an answer on its own; a row needs its header to be understood.
+    """
+    best = ranked[0]
+    if not best.candidate.unit.is_table:
+        return ranked
+    for other in ranked[1 : _PROSE_LOOKAHEAD + 1]:
+        if best.score - other.score > weights.prose:
+            break
+        if not other.candidate.unit.is_table and _near_duplicate(other, best):
+            return [other, *(r for r in ranked if r is not other)]
+    return ranked
 
 
 def focus_words(question: str, unknown_words: Sequence[str] = ()) -> set[str]:
@@ -222,6 +298,10 @@ def _rarity(wanted: set[str], found: Sequence[set[str]]) -> dict[str, float]:
         for word in words:
             counts[word] += 1
     return {w: math.log(1 + total / (1 + n)) for w, n in counts.items()}
+
+
+def _only(idf: dict[str, float], words: set[str]) -> dict[str, float]:
+    return {w: v for w, v in idf.items() if w in words}
 
 
 def _share(found: set[str], idf: dict[str, float]) -> float:
@@ -258,13 +338,15 @@ def _same_stem(a: str, b: str) -> bool:
 
 
 def _cosines(
-    question: str, candidates: Sequence[Candidate], embedder: Embedder | None
-) -> list[float]:
+    queries: Sequence[str], candidates: Sequence[Candidate], embedder: Embedder | None
+) -> list[list[float]]:
+    """Return each query's cosine to each candidate, from one embedding call."""
     if embedder is None or not candidates:
-        return [0.0] * len(candidates)
-    texts = [question, *(_embedded(c.unit) for c in candidates)]
+        return [[0.0] * len(candidates) for _ in queries]
+    texts = [*queries, *(_embedded(c.unit) for c in candidates)]
     vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
-    return [float(v) for v in vectors[1:] @ vectors[0]]
+    units = vectors[len(queries) :]
+    return [[float(v) for v in units @ q] for q in vectors[: len(queries)]]
 
 
 def _embedded(unit: AnswerUnit) -> str:
@@ -288,6 +370,14 @@ def _is_label(unit: AnswerUnit) -> bool:
     return (
         not unit.is_table and len(WORD.findall(text)) <= _LABEL_WORDS and text[-1:] not in ".!?:;"
     )
+
+
+def _is_fragment(unit: AnswerUnit) -> bool:
+    return not unit.is_table and len(WORD.findall(unit.text)) <= _FRAGMENT_WORDS
+
+
+def _is_meta(unit: AnswerUnit) -> bool:
+    return bool(_META.search(unit.text))
 
 
 def _length(ranked: Ranked) -> int:
