@@ -15,7 +15,15 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["ValueKind", "asked_value", "missing_years", "question_parts", "states_value"]
+__all__ = [
+    "ANY_FIGURE",
+    "ValueKind",
+    "asked_value",
+    "missing_years",
+    "question_parts",
+    "states_value",
+    "wanted_value",
+]
 
 _NUMBER = (
     r"(?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
@@ -37,6 +45,12 @@ _YES_NO = re.compile(
 )
 
 
+_MENTIONS_FIGURE = re.compile(
+    r"\b(?:how (?:many|much|long|often|soon|old|quickly|far|big|large)|what (?:percentage|"
+    r"proportion|age|amount|rate|fee|price|cost|limit|deadline|date)|when|by what date|"
+    r"minimum|maximum|max|min|limit|rate|fee|cap|deadline|within|days?|weeks?|months?|years?)\b",
+    re.I,
+)
 _SECOND_QUESTION = re.compile(
     r",?\s+and\s+(?=(?:what|how|when|where|who|whom|which|why|is|are|does|do|did|can|could|"
     r"must|should|will|would|may|has|have)\b)",
@@ -159,6 +173,17 @@ _ASKS: tuple[tuple[re.Pattern[str], ValueKind], ...] = (
 )
 
 
+ANY_FIGURE = ValueKind(
+    "a figure",
+    re.compile(
+        r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|"
+        r"twenty|thirty|sixty|ninety|hundred|thousand|half|double|twice)\b",
+        re.I,
+    ),
+    decisive=False,
+)
+
+
 def asked_value(question: str) -> ValueKind | None:
     """Return the kind of value ``question`` asks for, or None (yes/no and open questions).
 
@@ -185,6 +210,19 @@ def question_parts(question: str) -> tuple[str, ...]:
     if len(parts) != _TWO or any(len(p.split()) < _PART_WORDS for p in parts):
         return ()
     return parts
+
+
+def wanted_value(question: str) -> ValueKind | None:
+    """Return what a unit should state to rank higher: the asked value, or any figure.
+
+    "What is the limit for taxis?" names no kind, but a unit stating a figure
+    answers it better than one that does not; unlike `asked_value`, this never
+    decides that the documents do not cover a question.
+    """
+    kind = asked_value(question)
+    if kind is None and _MENTIONS_FIGURE.search(question):
+        return ANY_FIGURE
+    return kind
 
 
 def missing_years(question: str, texts: Iterable[str]) -> tuple[str, ...]:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from assistant.answering.asking import asked_value, question_parts, states_value
+from assistant.answering.asking import asked_value, question_parts, states_value, wanted_value
 from assistant.answering.units import AnswerUnit
 from assistant.protocols import Embedder
 from assistant.words import WORD, content_words
@@ -49,17 +49,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_FIGURE = re.compile(
-    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|"
-    r"thirty|sixty|ninety|hundred|thousand|half|double|twice)\b",
-    re.I,
-)
-_ASKS_FIGURE = re.compile(
-    r"\b(?:how (?:many|much|long|often|soon|old|quickly|far|big|large)|what (?:percentage|"
-    r"proportion|age|amount|rate|fee|price|cost|limit|deadline|date)|when|by what date|"
-    r"minimum|maximum|max|min|limit|rate|fee|cap|deadline|within|days?|weeks?|months?|years?)\b",
-    re.I,
-)
 # The question's own words that say what kind of answer it wants, not what it is about.
 _ASKING = frozenset(
     content_words(
@@ -160,8 +149,7 @@ def rank_units(
     the word shares (the answer names them in a note instead).
     """
     wanted = focus_words(question, unknown_words)
-    kind = asked_value(question)
-    asks_figure = kind is not None or bool(_ASKS_FIGURE.search(question))
+    kind = wanted_value(question)
     matches = []
     for candidate in candidates:
         unit = candidate.unit
@@ -173,7 +161,7 @@ def rank_units(
     for candidate, (found, near) in zip(candidates, matches, strict=True):
         words, place = _share(found, idf), _share(near, idf)
         plain = _plain(candidate.unit)
-        figure = states_value(kind, plain) if kind else asks_figure and bool(_FIGURE.search(plain))
+        figure = kind is not None and states_value(kind, plain)
         scored.append((candidate, words, place, figure, frozenset(found | near)))
     prior = sorted(
         scored,
