@@ -273,3 +273,21 @@ def test_each_part_of_a_two_part_question_gets_its_answer() -> None:
     quoted = [p.text for p in draft.passages]
     assert quoted[0].startswith("Interest on deposits is calculated on the average")
     assert any("Withholding tax at 5%" in q for q in quoted)
+
+
+def test_a_list_item_that_goes_on_from_its_lead_in_is_quoted_with_it() -> None:
+    dividends = make_hit(
+        1,
+        "## Payment of dividends\n\nEach member chooses how to receive their dividend:\n\n"
+        "- credited to their deposit account;\n- sent to their registered M-Pesa number;\n"
+        "- paid by cheque at a branch.\n",
+        title="Dividend Policy",
+        heading_path=("Dividend Policy",),
+    )
+    draft = draft_extractive("Can my dividend be sent to my M-Pesa number?", (dividends,))
+    assert draft.passages[0].text == (
+        "Each member chooses how to receive their dividend: … sent to their registered "
+        "M-Pesa number;"
+    )
+    text = "".join(stream_extractive("x", (dividends,), draft=draft))
+    assert check_answer("x", text, (dividends,), offline=True).unsupported_sentences == ()

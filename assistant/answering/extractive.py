@@ -279,7 +279,7 @@ def _source_text(hit: Hit) -> str:
 
 def _passage(ranked: Ranked) -> Passage:
     c = ranked.candidate
-    return Passage(c.number, c.unit.text, ranked.score, c.unit.position, c.unit.is_table)
+    return Passage(c.number, ranked.shown, ranked.score, c.unit.position, c.unit.is_table)
 
 
 def _states(ranked: Ranked) -> bool:

@@ -71,6 +71,8 @@ _LABEL_WORDS = 6
 _FRAGMENT_WORDS = 4
 _PROSE_LOOKAHEAD = 3
 _MAX_UNITS = 3
+# A lead-in longer than this is not repeated before each item quoted from its list.
+_LEAD_WORDS = 20
 _MAX_CANDIDATES = 24
 _MIN_STEM = 4
 _MIN_SHARED = 6
@@ -131,6 +133,22 @@ class Ranked:
     def text(self) -> str:
         """Return the unit's quoted text."""
         return self.candidate.unit.text
+
+    @property
+    def shown(self) -> str:
+        """Return the text the answer quotes: a list item that goes on from its lead-in with it.
+
+        "sent to their registered M-Pesa number;" means nothing alone; after
+        "Each member chooses how to receive their dividend:" it answers.
+        """
+        unit = self.candidate.unit
+        lead = unit.context.strip()
+        text = unit.text
+        if unit.kind != "item" or not lead or not text[:1].islower():
+            return text
+        if len(WORD.findall(lead)) > _LEAD_WORDS:
+            return text
+        return f"{lead} … {text}"
 
 
 def rank_units(
@@ -369,7 +387,9 @@ def _is_meta(unit: AnswerUnit) -> bool:
 
 
 def _length(ranked: Ranked) -> int:
-    return len(WORD.findall(_plain(ranked.candidate.unit)))
+    if ranked.candidate.unit.is_table:
+        return len(WORD.findall(_plain(ranked.candidate.unit)))
+    return len(WORD.findall(ranked.shown))
 
 
 def _near_duplicate(a: Ranked, b: Ranked) -> bool:
