@@ -189,3 +189,25 @@ def test_a_two_part_question_is_split_at_its_second_question(
 )
 def test_a_question_about_one_thing_has_no_parts(question: str) -> None:
     assert question_parts(question) == ()
+
+
+@pytest.mark.parametrize(
+    ("question", "parts"),
+    [
+        (
+            "How does the interest on an Emergency Loan compare with a School Fees Loan?",
+            (
+                "How does the interest on an Emergency Loan",
+                "How does the interest on a School Fees Loan",
+            ),
+        ),
+        (
+            "What is the difference between annual leave and sick leave?",
+            ("annual leave", "sick leave"),
+        ),
+    ],
+)
+def test_a_comparison_has_the_two_things_compared_as_parts(
+    question: str, parts: tuple[str, ...]
+) -> None:
+    assert question_parts(question) == parts

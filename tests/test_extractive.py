@@ -291,3 +291,29 @@ def test_a_list_item_that_goes_on_from_its_lead_in_is_quoted_with_it() -> None:
     )
     text = "".join(stream_extractive("x", (dividends,), draft=draft))
     assert check_answer("x", text, (dividends,), offline=True).unsupported_sentences == ()
+
+
+def test_a_comparison_quotes_both_things_compared() -> None:
+    emergency = make_hit(
+        1,
+        "## Emergency Loan\n\nEmergency Loans carry interest at 12% per annum on a reducing "
+        "balance. No processing fee is charged on an Emergency Loan. Emergency Loans help "
+        "members meet urgent costs.",
+        title="Loan Products",
+        heading_path=("Loan Products", "Emergency Loan"),
+    )
+    school = make_hit(
+        2,
+        "## School Fees Loan\n\nInterest: 10% per annum on a reducing balance. The Sacco pays "
+        "the school directly.",
+        title="Loan Products",
+        heading_path=("Loan Products", "School Fees Loan"),
+    )
+    draft = draft_extractive(
+        "How does the interest on an Emergency Loan compare with a School Fees Loan?",
+        (emergency, school),
+        embedder=ConceptEmbedder(),
+    )
+    quoted = " ".join(p.text for p in draft.passages)
+    assert "12% per annum" in quoted
+    assert "10% per annum" in quoted

@@ -56,8 +56,12 @@ _SECOND_QUESTION = re.compile(
     r"must|should|will|would|may|has|have)\b)",
     re.I,
 )
+_COMPARED = re.compile(r"\s+(?:compared?s?|differs?)\s+(?:with|to|from)\s+", re.I)
+# "...interest on " before the thing compared: what is compared is said once.
+_OWNER = re.compile(r".*\b(?:of|on|for|in|at)\s+", re.I)
+_BETWEEN = re.compile(r"\bdifferences?\s+between\s+(.+?)\s+and\s+(.+)$", re.I)
 _TWO = 2
-_PART_WORDS = 3
+_PART_WORDS = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,11 +206,21 @@ def asked_value(question: str) -> ValueKind | None:
 def question_parts(question: str) -> tuple[str, ...]:
     """Return the two questions of "What per diem do I get, and how soon must I claim?".
 
-    A question that asks one thing returns no parts. Only a second question
-    word after "and" splits ("deposits and share capital" is one topic).
+    A comparison has two parts too: "How does the interest on an Emergency
+    Loan compare with a School Fees Loan?", "What is the difference between
+    annual leave and sick leave?". A question that asks one thing returns no
+    parts: only a second question word after "and" splits ("deposits and share
+    capital" is one topic).
     """
     asking = _last_sentence(question)
-    parts = tuple(p.strip(" ,?") for p in _SECOND_QUESTION.split(asking, maxsplit=1))
+    compared = _BETWEEN.search(asking)
+    if compared:
+        parts = (compared.group(1), compared.group(2))
+    else:
+        parts = tuple(_SECOND_QUESTION.split(asking, maxsplit=1))
+        if len(parts) == 1:
+            parts = _compared_parts(asking)
+    parts = tuple(p.strip(" ,?") for p in parts)
     if len(parts) != _TWO or any(len(p.split()) < _PART_WORDS for p in parts):
         return ()
     return parts
@@ -223,6 +237,21 @@ def wanted_value(question: str) -> ValueKind | None:
     if kind is None and _MENTIONS_FIGURE.search(question):
         return ANY_FIGURE
     return kind
+
+
+def _compared_parts(asking: str) -> tuple[str, ...]:
+    """Split "the interest on an Emergency Loan compare with a School Fees Loan".
+
+    The second thing inherits what is compared: "the interest on a School Fees Loan".
+    """
+    parts = _COMPARED.split(asking, maxsplit=1)
+    if len(parts) != _TWO:
+        return tuple(parts)
+    first, second = parts
+    owner = _OWNER.search(first)
+    if owner is None:
+        return (first, second)
+    return (first, first[: owner.end()] + second)
 
 
 def missing_years(question: str, texts: Iterable[str]) -> tuple[str, ...]:

@@ -71,6 +71,7 @@ _LABEL_WORDS = 6
 _FRAGMENT_WORDS = 4
 _PROSE_LOOKAHEAD = 3
 _MAX_UNITS = 3
+_NUMBERS = re.compile(r"\d[\d,.]*")
 # A lead-in longer than this is not repeated before each item quoted from its list.
 _LEAD_WORDS = 20
 _MAX_CANDIDATES = 24
@@ -393,6 +394,16 @@ def _length(ranked: Ranked) -> int:
 
 
 def _near_duplicate(a: Ranked, b: Ranked) -> bool:
+    """Whether ``a`` says what ``b`` says: mostly the same words, and no other figure elsewhere.
+
+    "interest at 12% per annum" in one section and "Interest: 10% per annum"
+    in another share their words but answer two halves of a comparison; tiers
+    of one table or list ("above 500,000 ... three", "above 1,500,000 ...
+    four") stay duplicates.
+    """
+    numbers = set(_NUMBERS.findall(a.text)) - set(_NUMBERS.findall(b.text))
+    if numbers and a.candidate.number != b.candidate.number:
+        return False
     wa, wb = content_words(a.text), content_words(b.text)
     if not wa or not wb:
         return a.text == b.text
