@@ -214,6 +214,7 @@ def question_parts(question: str) -> tuple[str, ...]:
     """
     asking = _last_sentence(question)
     compared = _BETWEEN.search(asking)
+    parts: tuple[str, ...]
     if compared:
         parts = (compared.group(1), compared.group(2))
     else:
