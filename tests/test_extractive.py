@@ -317,3 +317,10 @@ def test_a_comparison_quotes_both_things_compared() -> None:
     quoted = " ".join(p.text for p in draft.passages)
     assert "12% per annum" in quoted
     assert "10% per annum" in quoted
+
+
+def test_the_words_of_a_comparison_are_not_named_as_unknown() -> None:
+    loans = make_hit(1, "Emergency Loans carry interest at 12% per annum.")
+    assert relevant_unknown_words(("compare", "difference", "cryptocurrency"), (loans,)) == (
+        "cryptocurrency",
+    )

@@ -15,8 +15,11 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from assistant.words import content_words
+
 __all__ = [
     "ANY_FIGURE",
+    "ASKING_WORDS",
     "ValueKind",
     "asked_value",
     "missing_years",
@@ -25,6 +28,15 @@ __all__ = [
     "wanted_value",
 ]
 
+# The question's own words that say what kind of answer it wants, not what it is about.
+ASKING_WORDS = frozenset(
+    content_words(
+        "what which how many much long often who whom whose when where why get gets got can "
+        "could would may might allowed able need needs tell explain happen happens mean means "
+        "policy policies rule rules say says said there please know want compare compared "
+        "comparison difference differences differ versus"
+    )
+)
 _NUMBER = (
     r"(?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
     r"fifteen|twenty|thirty|forty|fifty|sixty|ninety|hundred|thousand)"

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from assistant.answering.asking import asked_value, missing_years
+from assistant.answering.asking import ASKING_WORDS, asked_value, missing_years
 from assistant.answering.citations import defuse_markers
 from assistant.answering.ranking import (
     DEFAULT_WEIGHTS,
@@ -240,7 +240,7 @@ def relevant_unknown_words(words: Sequence[str], sources: Sequence[Hit]) -> tupl
     kept = []
     for word in words:
         lower = word.lower()
-        if lower in STOPWORDS or not content_words(lower):
+        if lower in STOPWORDS or not content_words(lower) or content_words(lower) <= ASKING_WORDS:
             continue
         if _inflection_of(lower, vocabulary, stems):
             continue

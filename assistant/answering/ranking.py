@@ -31,7 +31,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from assistant.answering.asking import asked_value, question_parts, states_value, wanted_value
+from assistant.answering.asking import (
+    ASKING_WORDS,
+    asked_value,
+    question_parts,
+    states_value,
+    wanted_value,
+)
 from assistant.answering.units import AnswerUnit
 from assistant.protocols import Embedder
 from assistant.words import WORD, content_words
@@ -49,14 +55,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-# The question's own words that say what kind of answer it wants, not what it is about.
-_ASKING = frozenset(
-    content_words(
-        "what which how many much long often who whom whose when where why get gets got can "
-        "could would may might allowed able need needs tell explain happen happens mean means "
-        "policy policies rule rules say says said there please know want"
-    )
-)
 _META = re.compile(
     r"^(?:here (?:are|is)|the following|below (?:are|is)|see (?:also|below))\b"
     r"|\b(?:this|these|the following|our)\s+(?:guide|guidelines|policy|policies|document|page|"
@@ -293,7 +291,7 @@ def _prose_first(ranked: Sequence[Ranked], weights: Weights) -> Sequence[Ranked]
 def focus_words(question: str, unknown_words: Sequence[str] = ()) -> set[str]:
     """Return what the question is about: its content words minus asking words and unknowns."""
     # "s" of "GitHub's" is no topic.
-    words = {w for w in content_words(question) - _ASKING if len(w) > 1}
+    words = {w for w in content_words(question) - ASKING_WORDS if len(w) > 1}
     return (words or content_words(question)) - content_words(" ".join(unknown_words))
 
 
