@@ -178,6 +178,8 @@ def _read(block: TextBlock, scanner: _Scanner) -> None:
         scanner.heading(block.level, block.text.strip())
     elif block.kind in ("paragraph", "quote") and _all_rows(block.lines):
         _loose_rows(block.lines, scanner)
+    elif block.kind == "quote" and lead_in and len(split_sentences(block.text)) == 1:
+        _join_lead_in(scanner, lead_in, " ".join(block.text.split()))
     elif block.kind in ("paragraph", "quote"):
         _walk(block.lines, 0, scanner)
     elif block.kind == "item":
@@ -324,7 +326,8 @@ def _loose_rows(lines: Sequence[TextLine], scanner: _Scanner) -> None:
 
 
 def _row(cells: Sequence[str]) -> str:
-    return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
+    escaped = (cell.replace("|", "\\|") for cell in cells)
+    return "|" + "|".join(f" {cell} " if cell else " " for cell in escaped) + "|"
 
 
 # A code block this short after a lead-in ending in ":" is what the lead-in announces
@@ -339,7 +342,12 @@ def _code(block: TextBlock, scanner: _Scanner, lead_in: str) -> None:
         return
     if not lead_in or not lines or len(lines) > _ANNOUNCED_LINES:
         return
-    text = f"{lead_in} {', '.join(line.rstrip(',;') for line in lines)}"
+    _join_lead_in(scanner, lead_in, ", ".join(line.rstrip(",;") for line in lines))
+
+
+def _join_lead_in(scanner: _Scanner, lead_in: str, announced: str) -> None:
+    """Quote what a lead-in ending in ":" announces (an address, a quoted rule) with it."""
+    text = f"{lead_in} {announced}"
     last = scanner.units[-1] if scanner.units else None
     if last is not None and last.text == lead_in:
         scanner.units[-1] = AnswerUnit(text, last.kind, last.headings, last.context)

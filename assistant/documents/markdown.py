@@ -35,6 +35,7 @@ _BLOCK_KINDS: dict[str, BlockKind] = {
     "html_block": "other",
 }
 _SKIPPED = frozenset({"hr"})
+_EMPHASIS_MARKS = frozenset({"strong_open", "strong_close", "em_open", "em_close"})
 _TITLE_AFTER_BLOCKS = 1
 
 
@@ -303,37 +304,41 @@ def _inline_lines(inline: Token | None) -> list[tuple[TextLine, str]]:
 
     A soft break is followed by a space, a hard break by a newline, the last line by "".
     """
-    out: list[tuple[TextLine, str]] = []
-    words: list[str] = []
-    bold: list[str] = []
-    state, nesting, term = "start", 0, ""
     children = inline.children or [] if inline is not None else []
     literal = _intraword_marks(children)
+    out: list[tuple[TextLine, str]] = []
+    line: list[Token] = []
     for index, child in enumerate(children):
-        kind = child.type
-        if index in literal:
-            child = Token("text", "", 0, content=child.markup)
-            kind = "text"
-        if kind in ("softbreak", "hardbreak"):
-            out.append((TextLine("".join(words), term), " " if kind == "softbreak" else "\n"))
-            words, bold, state, nesting, term = [], [], "start", 0, ""
-            continue
-        if state == "start" and kind == "strong_open":
-            state, nesting = "bold", 1
-            continue
-        if state == "start" and (kind != "text" or child.content.strip()):
-            state = "rest"
-        elif state == "bold" and kind in ("strong_open", "strong_close"):
-            nesting += child.nesting
-            if nesting == 0:
-                state, term = "rest", "".join(bold).strip()
-                continue
-        piece = _child_text(child)
-        words.append(piece)
-        if state == "bold":
-            bold.append(piece)
-    out.append((TextLine("".join(words), term), ""))
+        if child.type in ("softbreak", "hardbreak"):
+            out.append((_line(line), " " if child.type == "softbreak" else "\n"))
+            line = []
+        elif index in literal:
+            line.append(Token("text", "", 0, content=child.markup))
+        else:
+            line.append(child)
+    out.append((_line(line), ""))
     return out
+
+
+def _line(children: Sequence[Token]) -> TextLine:
+    return TextLine("".join(_child_text(c) for c in children), _opening_bold(children))
+
+
+def _opening_bold(children: Sequence[Token]) -> str:
+    """Return the text of a bold (or bold italic) span that opens a line, else ""."""
+    nesting, bold = 0, False
+    pieces: list[str] = []
+    for child in children:
+        if child.type in _EMPHASIS_MARKS:
+            nesting += child.nesting
+            bold = bold or child.type == "strong_open"
+            if nesting == 0:
+                return "".join(pieces).strip() if bold else ""
+        elif nesting:
+            pieces.append(_child_text(child))
+        elif child.type != "text" or child.content.strip():
+            return ""  # the line opens with something else
+    return ""
 
 
 def _intraword_marks(children: Sequence[Token]) -> set[int]:
