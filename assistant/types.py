@@ -164,12 +164,14 @@ class TextLine:
     Attributes:
         text: The line's words: link text for links, the address for autolinks,
             alt text for images, code-span content, emphasis and inline HTML dropped.
-        strong: The plain text of a bold span that opens the line, else "".
+        strong: The plain text of the line's first bold span, else "".
+        strong_at: Where that span starts in ``text`` (-1 without one).
         indent: Spaces before the line's first character in the source.
     """
 
     text: str
     strong: str = ""
+    strong_at: int = -1
     indent: int = 0
 
 

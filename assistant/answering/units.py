@@ -201,10 +201,10 @@ def _walk(lines: Sequence[TextLine], index: int, scanner: _Scanner) -> None:
         elif _LEADER.search(stripped):
             scanner.units.append(_leader_unit(stripped, scanner))
             index += 1
-        elif _BULLET.match(stripped):
-            first = _BULLET.sub("", stripped)
-            parts, index = _item_lines(lines, index, first, lines[index].indent)
-            _add_item(parts, "", scanner, depth=1)
+        elif (bullet := _plain_bullet(lines[index])) is not None:
+            line = lines[index]
+            parts, index = _item_lines(lines, index, stripped[bullet:], line.indent)
+            _add_item(parts, _opening_bold(line, skip=bullet), scanner, depth=1)
         else:
             index = _paragraph(lines, index, scanner)
 
@@ -215,8 +215,26 @@ def _item_block(block: TextBlock, scanner: _Scanner) -> None:
         return
     first = block.lines[0]
     parts, index = _item_lines(block.lines, 0, first.text.strip(), first.indent)
-    _add_item(parts, first.strong, scanner, depth=block.depth)
+    _add_item(parts, _opening_bold(first), scanner, depth=block.depth)
     _walk(block.lines, index, scanner)
+
+
+def _plain_bullet(line: TextLine) -> int | None:
+    """Return where the text of a plain-text list item starts ("(a) ", "• "), or None.
+
+    A marker inside a bold span ("**(a) Grant.** ...") is a term, not a bullet.
+    """
+    stripped = line.text.strip()
+    marker = _BULLET.match(stripped)
+    if marker is None or _opening_bold(line):
+        return None
+    return marker.end()
+
+
+def _opening_bold(line: TextLine, *, skip: int = 0) -> str:
+    """Return the bold span that opens ``line`` (after ``skip`` chars of its words), or ""."""
+    lead = len(line.text) - len(line.text.lstrip())
+    return line.strong if line.strong and line.strong_at == lead + skip else ""
 
 
 def _item_lines(
@@ -233,7 +251,7 @@ def _item_lines(
     while index < len(lines):
         line = lines[index]
         stripped = line.text.strip()
-        if not stripped or _BULLET.match(stripped) or _LEADER.search(stripped):
+        if not stripped or _plain_bullet(line) is not None or _LEADER.search(stripped):
             break
         if line.indent <= indent and (
             parts[-1].endswith((".", "!", "?", ":", ";")) or stripped[0].isupper()
@@ -259,7 +277,7 @@ def _paragraph(lines: Sequence[TextLine], index: int, scanner: _Scanner) -> int:
     while index < len(lines):
         line = lines[index]
         stripped = line.text.strip()
-        if not stripped or _BULLET.match(stripped) or _LEADER.search(stripped):
+        if not stripped or _plain_bullet(line) is not None or _LEADER.search(stripped):
             break
         if _looks_like_heading(line, parts, lines, index):
             if parts:
@@ -270,7 +288,7 @@ def _paragraph(lines: Sequence[TextLine], index: int, scanner: _Scanner) -> int:
         index += 1
     if parts:
         body = " ".join(parts)
-        units = _prose_units(body, lines[start].strong, scanner, kind="sentence")
+        units = _prose_units(body, _opening_bold(lines[start]), scanner, kind="sentence")
         scanner.units.extend(units)
         scanner.lead = body if body.endswith(":") else ""
         scanner.lead_in = (split_sentences(body) or [""])[-1] if scanner.lead else ""

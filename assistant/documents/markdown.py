@@ -321,24 +321,29 @@ def _inline_lines(inline: Token | None) -> list[tuple[TextLine, str]]:
 
 
 def _line(children: Sequence[Token]) -> TextLine:
-    return TextLine("".join(_child_text(c) for c in children), _opening_bold(children))
+    text = "".join(_child_text(c) for c in children)
+    strong, at = _first_bold(children)
+    return TextLine(text, strong, at)
 
 
-def _opening_bold(children: Sequence[Token]) -> str:
-    """Return the text of a bold (or bold italic) span that opens a line, else ""."""
-    nesting, bold = 0, False
+def _first_bold(children: Sequence[Token]) -> tuple[str, int]:
+    """Return the text of a line's first bold (or bold italic) span and its offset, or ("", -1)."""
+    nesting, bold, start = 0, False, 0
+    before: list[str] = []
     pieces: list[str] = []
     for child in children:
         if child.type in _EMPHASIS_MARKS:
+            if nesting == 0:
+                bold, start, pieces = False, len("".join(before)), []
             nesting += child.nesting
             bold = bold or child.type == "strong_open"
-            if nesting == 0:
-                return "".join(pieces).strip() if bold else ""
+            if nesting == 0 and bold:
+                return "".join(pieces).strip(), start
         elif nesting:
             pieces.append(_child_text(child))
-        elif child.type != "text" or child.content.strip():
-            return ""  # the line opens with something else
-    return ""
+        if nesting == 0 or child.type not in _EMPHASIS_MARKS:
+            before.append(_child_text(child))
+    return "", -1
 
 
 def _intraword_marks(children: Sequence[Token]) -> set[int]:
