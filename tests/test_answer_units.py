@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -221,7 +223,8 @@ def test_reference_links_and_their_definitions_are_not_quoted() -> None:
 
 
 def test_a_hard_line_break_ends_the_line_not_the_words() -> None:
-    units = texts("Send claims to the finance office.\\\nClaims close on Friday.  \nLate ones wait.")
+    text = "Send claims to the finance office.\\\nClaims close on Friday.  \nLate ones wait."
+    units = texts(text)
     assert units == [
         "Send claims to the finance office.",
         "Claims close on Friday.",
@@ -268,3 +271,50 @@ def test_plain_text_from_pdf_and_word_keeps_its_bullets_and_headings() -> None:
     ]
     assert units[0].headings == ("Eligibility",)
     assert units[1].context == "All permanent staff may apply:"
+
+
+# Random Markdown: a link's target (host "target.example") is never shown; an autolink's
+# address (host "auto.example") is its text, so it may be.
+PATH = st.lists(WORD, min_size=1, max_size=3).map("/".join)
+INLINE = st.one_of(
+    WORD,
+    WORD.map(str.capitalize),
+    st.tuples(st.lists(WORD, min_size=1, max_size=3).map(" ".join), PATH).map(
+        lambda t: f"[{t[0]}](https://target.example/{t[1]})"
+    ),
+    PATH.map(lambda p: f"<https://auto.example/{p}>"),
+    WORD.map(lambda w: f"<{w}@auto.example>"),
+    WORD.map(lambda w: f"*{w}*"),
+    WORD.map(lambda w: f"**{w}**"),
+    WORD.map(lambda w: f"_{w}_"),
+    WORD.map(lambda w: f"`{w}`"),
+    WORD.map(lambda w: f"**_{w}_**"),
+)
+PROSE = st.lists(INLINE, min_size=3, max_size=8).map(lambda ps: " ".join(ps) + ".")
+BLOCK = st.one_of(
+    st.lists(PROSE, min_size=1, max_size=3).map(" ".join),
+    st.lists(PROSE, min_size=1, max_size=4).map(lambda items: "\n".join(f"- {i}" for i in items)),
+    st.lists(PROSE, min_size=1, max_size=3).map(
+        lambda items: "\n".join(f"{n}. {i}" for n, i in enumerate(items, start=1))
+    ),
+    st.lists(st.tuples(INLINE, INLINE), min_size=1, max_size=3).map(
+        lambda rows: "| Name | Value |\n|---|---|\n" + "\n".join(f"| {a} | {b} |" for a, b in rows)
+    ),
+    st.lists(WORD, min_size=1, max_size=4).map(lambda ws: "```\n" + "\n".join(ws) + "\n```"),
+    st.lists(WORD, min_size=1, max_size=4).map(lambda ws: "## " + " ".join(ws).capitalize()),
+    WORD.map(lambda w: f"<!-- {w} -->"),
+)
+
+
+@given(blocks=st.lists(BLOCK, min_size=1, max_size=6))
+def test_units_of_random_markdown_are_plain_words_from_the_source(blocks: list[str]) -> None:
+    source = "\n\n".join(blocks)
+    units = texts(source)
+    words = set(re.findall(r"[A-Za-z0-9]+", source))
+    assert units or all(block.startswith(("```", "## ", "<!--")) for block in blocks)
+    for unit in units:
+        assert not any(mark in unit for mark in ("](", "<http", "**", "`", "<!--"))
+        assert "target.example" not in unit
+        assert set(re.findall(r"[A-Za-z0-9]+", unit)) <= words
+    for address in re.findall(r"<([^<>\s]+auto\.example[^<>\s]*)>", source):
+        assert any(address in unit for unit in units)
