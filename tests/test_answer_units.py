@@ -318,3 +318,10 @@ def test_units_of_random_markdown_are_plain_words_from_the_source(blocks: list[s
         assert set(re.findall(r"[A-Za-z0-9]+", unit)) <= words
     for address in re.findall(r"<([^<>\s]+auto\.example[^<>\s]*)>", source):
         assert any(address in unit for unit in units)
+
+
+def test_a_window_that_starts_inside_a_code_block_keeps_the_prose_after_it() -> None:
+    # A section window may begin mid-code: its first fence closes a block, it opens none.
+    window = "Port 22\nAllowGroups admins\n```\n\nKeys are rotated every year.\n\nUse the VPN."
+    assert texts(window) == ["Keys are rotated every year.", "Use the VPN."]
+    assert texts("Set it up as follows.\n\n```ini\nPort 22\n") == ["Set it up as follows."]

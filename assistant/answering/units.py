@@ -117,7 +117,7 @@ def segment(text: str, *, headings: Sequence[str] = (), table_header: str = "") 
     scanner.table_header = next(
         (b.header for b in parse_blocks(table_header) if b.kind == "table"), ()
     )
-    for block in parse_blocks(_with_prefix(text, table_header)):
+    for block in _parse(_with_prefix(text, table_header)):
         _read(block, scanner)
     return [
         AnswerUnit(u.text, u.kind, u.headings, u.context, position)
@@ -170,6 +170,31 @@ def _with_prefix(text: str, prefix: str) -> str:
     if prefix.lstrip().startswith(("```", "~~~")) and not first.startswith(("```", "~~~")):
         return prefix.rstrip("\n") + "\n" + text
     return text
+
+
+def _parse(text: str) -> tuple[TextBlock, ...]:
+    """Parse ``text``, mending a window of a section that starts inside a code block.
+
+    Then the code block's closing fence comes first and opens a fence that never
+    closes, which would swallow every block after it. A bare fence left open at
+    the end is read as a closing one when that makes less of the text code:
+    policies are mostly prose.
+    """
+    blocks = parse_blocks(text)
+    last = blocks[-1] if blocks else None
+    if last is None or last.kind != "code":
+        return blocks
+    lines = text.split("\n")
+    opening = lines[last.span[0]].strip() if last.span[0] < len(lines) else ""
+    closing = lines[last.span[1] - 1].strip() if last.span[1] > last.span[0] + 1 else ""
+    if opening in ("```", "~~~") and closing != opening:
+        mended = parse_blocks(f"{opening}\n{text}")
+        return mended if _code_lines(mended) < _code_lines(blocks) else blocks
+    return blocks
+
+
+def _code_lines(blocks: Sequence[TextBlock]) -> int:
+    return sum(len(b.lines) for b in blocks if b.kind == "code")
 
 
 def _read(block: TextBlock, scanner: _Scanner) -> None:
