@@ -4,6 +4,9 @@ This is the only module that imports ``markdown_it``. Structure comes from the
 token stream and each block token's ``map`` (its source line range); line
 numbers are turned into char offsets with a line-start index, so every block's
 span is exactly its source lines.
+
+`parse_blocks` and `plain_text` serve answering: a chunk's text as blocks of
+plain words (`TextBlock`), so answer units never come from regexes over lines.
 """
 
 from __future__ import annotations
