@@ -324,4 +324,7 @@ def test_a_window_that_starts_inside_a_code_block_keeps_the_prose_after_it() -> 
     # A section window may begin mid-code: its first fence closes a block, it opens none.
     window = "Port 22\nAllowGroups admins\n```\n\nKeys are rotated every year.\n\nUse the VPN."
     assert texts(window) == ["Keys are rotated every year.", "Use the VPN."]
-    assert texts("Set it up as follows.\n\n```ini\nPort 22\n") == ["Set it up as follows."]
+    assert texts("Port 22\n```\n\nKeys are rotated every year.", table_header="```ini\n") == [
+        "Keys are rotated every year."
+    ]
+    assert texts("Set it up as follows.\n\n```\nPort 22\n") == ["Set it up as follows."]

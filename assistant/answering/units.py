@@ -167,7 +167,10 @@ def _with_prefix(text: str, prefix: str) -> str:
         if len(lines) > 1 and not lines[1].strip("|:- "):
             return text  # the text has its own header and rule
         return prefix.rstrip("\n") + "\n" + text
-    if prefix.lstrip().startswith(("```", "~~~")) and not first.startswith(("```", "~~~")):
+    fences = ("```", "~~~")
+    if prefix.lstrip().startswith(fences) and not any(line.startswith(fences) for line in lines):
+        # A middle piece of a split code block; a piece with its closing fence is
+        # mended by `_parse`, and a whole section holds its own opening fence.
         return prefix.rstrip("\n") + "\n" + text
     return text
 
@@ -176,25 +179,21 @@ def _parse(text: str) -> tuple[TextBlock, ...]:
     """Parse ``text``, mending a window of a section that starts inside a code block.
 
     Then the code block's closing fence comes first and opens a fence that never
-    closes, which would swallow every block after it. A bare fence left open at
-    the end is read as a closing one when that makes less of the text code:
-    policies are mostly prose.
+    closes, which would swallow every block after it. A bare fence left open
+    and followed by a blank line (code never starts with one) is read as the
+    closing fence it is.
     """
     blocks = parse_blocks(text)
     last = blocks[-1] if blocks else None
     if last is None or last.kind != "code":
         return blocks
-    lines = text.split("\n")
-    opening = lines[last.span[0]].strip() if last.span[0] < len(lines) else ""
-    closing = lines[last.span[1] - 1].strip() if last.span[1] > last.span[0] + 1 else ""
-    if opening in ("```", "~~~") and closing != opening:
-        mended = parse_blocks(f"{opening}\n{text}")
-        return mended if _code_lines(mended) < _code_lines(blocks) else blocks
+    lines = [*text.split("\n"), ""]
+    first, end = last.span
+    opening, after = lines[first].strip(), lines[first + 1].strip()
+    closed = end > first + 1 and lines[end - 1].strip() == opening
+    if opening in ("```", "~~~") and not after and not closed:
+        return parse_blocks(f"{opening}\n{text}")
     return blocks
-
-
-def _code_lines(blocks: Sequence[TextBlock]) -> int:
-    return sum(len(b.lines) for b in blocks if b.kind == "code")
 
 
 def _read(block: TextBlock, scanner: _Scanner) -> None:
