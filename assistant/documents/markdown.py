@@ -39,6 +39,9 @@ _BLOCK_KINDS: dict[str, BlockKind] = {
 }
 _SKIPPED = frozenset({"hr"})
 _EMPHASIS_MARKS = frozenset({"strong_open", "strong_close", "em_open", "em_close"})
+_LIST_MARKS = frozenset(
+    {"bullet_list_open", "bullet_list_close", "ordered_list_open", "ordered_list_close"}
+)
 _TITLE_AFTER_BLOCKS = 1
 
 
@@ -257,12 +260,7 @@ def parse_blocks(text: str) -> tuple[TextBlock, ...]:
     depth = quotes = 0
     for i, token in enumerate(tokens):
         kind = token.type
-        if kind in (
-            "bullet_list_open",
-            "ordered_list_open",
-            "bullet_list_close",
-            "ordered_list_close",
-        ):
+        if kind in _LIST_MARKS:
             depth += token.nesting
         elif kind in ("blockquote_open", "blockquote_close"):
             quotes += token.nesting
