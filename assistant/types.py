@@ -40,6 +40,9 @@ __all__ = [
     "SearchResult",
     "Section",
     "StoredDocument",
+    "TextBlock",
+    "TextBlockKind",
+    "TextLine",
     "TokenWindow",
     "Turn",
     "User",
@@ -149,6 +152,54 @@ class Block:
     char_start: int
     char_end: int
     page: int = 0
+
+
+TextBlockKind = Literal["heading", "paragraph", "item", "quote", "table", "code", "html"]
+
+
+@dataclass(frozen=True, slots=True)
+class TextLine:
+    """One source line of a block's text, reduced to plain words.
+
+    Attributes:
+        text: The line's words: link text for links, the address for autolinks,
+            alt text for images, code-span content, emphasis and inline HTML dropped.
+        strong: The plain text of the line's first bold span, else "".
+        strong_at: Where that span starts in ``text`` (-1 without one).
+        indent: Spaces before the line's first character in the source.
+    """
+
+    text: str
+    strong: str = ""
+    strong_at: int = -1
+    indent: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TextBlock:
+    """One block of a Markdown text as plain words (what answer units are cut from).
+
+    Attributes:
+        kind: A heading, a paragraph, a list item's first paragraph, a paragraph
+            in a block quote, a table, a code block or an HTML block.
+        text: The block's plain words, soft line breaks as spaces and hard
+            breaks as newlines; for code and HTML blocks their raw content.
+        level: A heading's level (1-6), else 0.
+        depth: How many lists the block sits in (1 for a top-level item).
+        lines: The block's source lines as plain words (code: its lines).
+        header: A table's header cells.
+        rows: A table's body rows, cells as plain words.
+        span: The block's source lines, ``start:end``.
+    """
+
+    kind: TextBlockKind
+    text: str
+    level: int = 0
+    depth: int = 0
+    lines: tuple[TextLine, ...] = ()
+    header: tuple[str, ...] = ()
+    rows: tuple[tuple[str, ...], ...] = ()
+    span: tuple[int, int] = (0, 0)
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,9 @@ This is the only module that imports ``markdown_it``. Structure comes from the
 token stream and each block token's ``map`` (its source line range); line
 numbers are turned into char offsets with a line-start index, so every block's
 span is exactly its source lines.
+
+`parse_blocks` and `plain_text` serve answering: a chunk's text as blocks of
+plain words (`TextBlock`), so answer units never come from regexes over lines.
 """
 
 from __future__ import annotations
@@ -22,9 +25,9 @@ from assistant.documents.base import Extracted
 from assistant.documents.dates import resolve_dates
 from assistant.documents.decode import decode_text
 from assistant.documents.frontmatter import parse_front_matter, split_front_matter
-from assistant.types import BlockKind, DocMeta, Section
+from assistant.types import BlockKind, DocMeta, Section, TextBlock, TextBlockKind, TextLine
 
-__all__ = ["load", "parse_markdown", "render_html"]
+__all__ = ["load", "parse_blocks", "parse_markdown", "plain_text", "render_html"]
 
 _BLOCK_KINDS: dict[str, BlockKind] = {
     "paragraph_open": "paragraph",
@@ -35,6 +38,10 @@ _BLOCK_KINDS: dict[str, BlockKind] = {
     "html_block": "other",
 }
 _SKIPPED = frozenset({"hr"})
+_EMPHASIS_MARKS = frozenset({"strong_open", "strong_close", "em_open", "em_close"})
+_LIST_MARKS = frozenset(
+    {"bullet_list_open", "bullet_list_close", "ordered_list_open", "ordered_list_close"}
+)
 _TITLE_AFTER_BLOCKS = 1
 
 
@@ -237,3 +244,161 @@ def load(data: bytes, *, source: str, fallback: str) -> Extracted:
     text = decode_text(data, source=source)
     meta, sections = parse_markdown(text, fallback_title=fallback, source=source)
     return Extracted(text=text, meta=meta, sections=sections)
+
+
+def plain_text(markdown: str) -> str:
+    """Return inline Markdown as plain words (links by their text, emphasis and tags dropped)."""
+    tokens = _parser().parseInline(markdown)
+    return "".join(line.text + brk for line, brk in _inline_lines(tokens[0] if tokens else None))
+
+
+def parse_blocks(text: str) -> tuple[TextBlock, ...]:
+    """Return the blocks of a Markdown text as plain words, in order (see `TextBlock`)."""
+    source = text.split("\n")
+    tokens = _parser().parse(text)
+    blocks: list[TextBlock] = []
+    depth = quotes = 0
+    for i, token in enumerate(tokens):
+        kind = token.type
+        if kind in _LIST_MARKS:
+            depth += token.nesting
+        elif kind in ("blockquote_open", "blockquote_close"):
+            quotes += token.nesting
+        elif kind == "heading_open":
+            block = _inline_block("heading", tokens[i + 1], source, depth)
+            blocks.append(dataclasses.replace(block, level=int(token.tag[1:])))
+        elif kind == "paragraph_open":
+            opens_item = i > 0 and tokens[i - 1].type == "list_item_open"
+            block_kind: TextBlockKind = "item" if opens_item else "quote" if quotes else "paragraph"
+            blocks.append(_inline_block(block_kind, tokens[i + 1], source, depth))
+        elif kind == "table_open":
+            blocks.append(_table_block(tokens, i, depth))
+        elif kind in ("fence", "code_block", "html_block"):
+            blocks.append(_raw_block(token, depth))
+    return tuple(blocks)
+
+
+def _raw_block(token: Token, depth: int) -> TextBlock:
+    """A code or HTML block: its content as is, one `TextLine` per line."""
+    lines = tuple(TextLine(line) for line in token.content.rstrip("\n").split("\n"))
+    kind: TextBlockKind = "html" if token.type == "html_block" else "code"
+    return TextBlock(kind, token.content, depth=depth, lines=lines, span=_span(token))
+
+
+def _span(token: Token) -> tuple[int, int]:
+    return (token.map[0], token.map[1]) if token.map else (0, 0)
+
+
+def _inline_block(kind: TextBlockKind, inline: Token, source: list[str], depth: int) -> TextBlock:
+    start, end = _span(inline)
+    pieces = _inline_lines(inline)
+    lines = []
+    for number, (line, _) in enumerate(pieces, start=start):
+        raw = source[number] if number < min(end, len(source)) else ""
+        lines.append(dataclasses.replace(line, indent=len(raw) - len(raw.lstrip(" "))))
+    text = "".join(line.text + brk for line, brk in pieces).strip()
+    return TextBlock(kind, text, depth=depth, lines=tuple(lines), span=(start, end))
+
+
+def _inline_lines(inline: Token | None) -> list[tuple[TextLine, str]]:
+    """Split an inline token's plain words into its lines, each with the break after it.
+
+    A soft break is followed by a space, a hard break by a newline, the last line by "".
+    """
+    children = inline.children or [] if inline is not None else []
+    literal = _intraword_marks(children)
+    out: list[tuple[TextLine, str]] = []
+    line: list[Token] = []
+    for index, child in enumerate(children):
+        if child.type in ("softbreak", "hardbreak"):
+            out.append((_line(line), " " if child.type == "softbreak" else "\n"))
+            line = []
+        elif index in literal:
+            line.append(Token("text", "", 0, content=child.markup))
+        else:
+            line.append(child)
+    out.append((_line(line), ""))
+    return out
+
+
+def _line(children: Sequence[Token]) -> TextLine:
+    text = "".join(_child_text(c) for c in children)
+    strong, at = _first_bold(children)
+    return TextLine(text, strong, at)
+
+
+def _first_bold(children: Sequence[Token]) -> tuple[str, int]:
+    """Return the text of a line's first bold (or bold italic) span and its offset, or ("", -1)."""
+    nesting, bold, start = 0, False, 0
+    before: list[str] = []
+    pieces: list[str] = []
+    for child in children:
+        if child.type in _EMPHASIS_MARKS:
+            if nesting == 0:
+                bold, start, pieces = False, len("".join(before)), []
+            nesting += child.nesting
+            bold = bold or child.type == "strong_open"
+            if nesting == 0 and bold:
+                return "".join(pieces).strip(), start
+        elif nesting:
+            pieces.append(_child_text(child))
+        if nesting == 0 or child.type not in _EMPHASIS_MARKS:
+            before.append(_child_text(child))
+    return "", -1
+
+
+def _intraword_marks(children: Sequence[Token]) -> set[int]:
+    """Return the indices of emphasis marks touching a digit outside, which are literal text.
+
+    CommonMark reads ``Dial *483*20#`` as an emphasised 483; in a policy it is a
+    USSD code, and dropping the stars would misquote it.
+    """
+    literal: set[int] = set()
+    stack: list[int] = []
+    for index, child in enumerate(children):
+        if child.type in ("em_open", "strong_open"):
+            stack.append(index)
+        elif child.type in ("em_close", "strong_close") and stack:
+            start = stack.pop()
+            before = children[start - 1].content if start > 0 else ""
+            after = children[index + 1].content if index + 1 < len(children) else ""
+            if before[-1:].isdigit() or after[:1].isdigit():
+                literal |= {start, index}
+    return literal
+
+
+def _child_text(child: Token) -> str:
+    if child.type in ("text", "text_special", "code_inline"):
+        return child.content
+    if child.type == "image":  # its alt text, itself inline Markdown
+        return "".join(_child_text(c) for c in child.children or [])
+    return ""  # link and emphasis marks, inline HTML
+
+
+def _table_block(tokens: Sequence[Token], open_index: int, depth: int) -> TextBlock:
+    header: list[str] = []
+    rows: list[tuple[str, ...]] = []
+    cells: list[str] = []
+    in_head = False
+    index = open_index + 1
+    while index < len(tokens) and tokens[index].type != "table_close":
+        token = tokens[index]
+        if token.type in ("thead_open", "thead_close"):
+            in_head = token.nesting == 1
+        elif token.type == "inline":
+            cells.append(" ".join("".join(t.text + b for t, b in _inline_lines(token)).split()))
+        elif token.type == "tr_close":
+            if in_head:
+                header = cells
+            else:
+                rows.append(tuple(cells))
+            cells = []
+        index += 1
+    return TextBlock(
+        "table",
+        "\n".join(" | ".join(row) for row in [tuple(header), *rows]),
+        depth=depth,
+        header=tuple(header),
+        rows=tuple(rows),
+        span=_span(tokens[open_index]),
+    )
