@@ -324,3 +324,19 @@ def test_the_words_of_a_comparison_are_not_named_as_unknown() -> None:
     assert relevant_unknown_words(("compare", "difference", "cryptocurrency"), (loans,)) == (
         "cryptocurrency",
     )
+
+
+def test_a_question_the_document_asks_is_not_the_answer() -> None:
+    faq = make_hit(
+        1,
+        "## Law enforcement\n\nAre you a law enforcement officer asking for user data? We "
+        "disclose user data to law enforcement only with a subpoena, court order or warrant.",
+        title="Guidelines for Legal Requests",
+        heading_path=("Guidelines for Legal Requests",),
+    )
+    draft = draft_extractive(
+        "How do you handle law enforcement requests for user data?",
+        (faq,),
+        embedder=ConceptEmbedder(),
+    )
+    assert draft.passages[0].text.startswith("We disclose user data to law enforcement only")

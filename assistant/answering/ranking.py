@@ -89,8 +89,8 @@ class Weights:
     rank: float = 0.05
     # A short label ("Contact Information", "Proprietary Rights") says nothing on its own.
     label: float = 0.2
-    # A sentence about the document itself ("This guide describes...") restates
-    # the question's topic, so it matches well and answers nothing.
+    # A sentence about the document itself ("This guide describes...") or a
+    # question it asks restates the question's topic: it matches well and answers nothing.
     meta: float = 0.2
     # "All rights reserved.", "Penal Code 502(c).": too short to answer anything.
     fragment: float = 0.2
@@ -382,7 +382,9 @@ def _is_fragment(unit: AnswerUnit) -> bool:
 
 
 def _is_meta(unit: AnswerUnit) -> bool:
-    return bool(_META.search(unit.text))
+    """A sentence about the document, or a question it asks ("Are you an officer?")."""
+    text = unit.text.rstrip()
+    return bool(_META.search(text)) or (not unit.is_table and text.endswith("?"))
 
 
 def _length(ranked: Ranked) -> int:
