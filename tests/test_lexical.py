@@ -129,3 +129,20 @@ def test_question_words_do_not_outscore_the_passage_on_the_topic() -> None:
     question = "How can you have your trip refunded?"
     assert LexicalIndex(texts).scores(question).argmax() == 0  # plain BM25 is fooled
     assert index.scores(question, title_weight=0.25).argmax() == 1
+
+
+def test_query_terms_drop_the_tails_of_contractions() -> None:
+    question = "I'll be staying in Crimea. I'm 15 and don't know GitHub's rules"
+    assert query_terms(question) == ["stay", "crimea", "15", "know", "github", "rule"]
+
+
+def test_contraction_tails_do_not_outscore_the_passage_on_the_topic() -> None:
+    texts = [
+        "You'll see that we'll tell you what you'll need; you'll find it and you'll do it.",
+        "Travel to sanctioned regions such as Crimea may restrict an account.",
+        "Accounts are personal.",
+    ]
+    index = FieldedLexicalIndex(texts, ["Help", "Trade", "Accounts"])
+    question = "I'll be in Crimea, will that affect my account?"
+    assert LexicalIndex(texts).scores(question).argmax() == 0  # plain BM25 is fooled
+    assert index.scores(question, title_weight=0.25).argmax() == 1

@@ -70,12 +70,15 @@ def tokenize(text: str) -> list[str]:
 # Question words, pronouns and auxiliaries that bm25s's stopword list keeps. In a
 # question they match the countless passages that also say "you" or "can" and
 # push the one that shares its topic down (docs/retrieval-eval.md, 2026-12-01). "us"
-# and "may" stay: they are also the US and a month.
+# and "may" stay: they are also the US and a month. The tails of contractions ("I'm",
+# "I'll", "GitHub's", "don't" split into "i m", "i ll", ...) go too: a question's "ll"
+# matched every "you'll" of a corpus and outranked its topic words (2026-12-01, 2).
 _QUESTION_WORDS = frozenset(
     tokenize(
         "what whats which who whom whose when where why how does did do doing done can could "
         "would should shall will might must me my mine we our you your i yours he him "
-        "his she her they them their is am are was were be been being have has had"
+        "his she her they them their is am are was were be been being have has had "
+        "m ll s re ve d t don doesn didn isn aren wasn weren won wouldn shouldn couldn haven hasn"
     )
 )
 
