@@ -12,7 +12,7 @@ import logging
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import PurePosixPath
 
@@ -25,6 +25,8 @@ __all__ = [
     "FieldedLexicalIndex",
     "LexicalIndex",
     "PatchedLexicalIndex",
+    "coverage",
+    "idf",
     "path_words",
     "query_terms",
     "tokenize",
@@ -88,6 +90,44 @@ def query_terms(question: str) -> list[str]:
     return [t for t in tokenize(question) if t not in _QUESTION_WORDS]
 
 
+def idf(df: int, n: int) -> float:
+    """Return BM25's (Lucene) IDF; a term no row contains gets the largest value."""
+    return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+
+def coverage(
+    terms: Sequence[str],
+    matches: Callable[[str], npt.NDArray[np.bool_]],
+    *,
+    document_frequency: Mapping[str, int],
+    size: int,
+) -> npt.NDArray[np.float32]:
+    """Return per row the IDF-weighted share of the distinct ``terms`` the row contains.
+
+    BM25 adds up what each term contributes, so a row that repeats one query
+    word can outscore a row that has them all; the share says how much of the
+    question a row speaks to (1.0: every term). A term no row contains still
+    counts in the total, so a question with a word the corpus never uses is
+    covered less everywhere.
+
+    Args:
+        terms: The question's terms (`query_terms`).
+        matches: Which rows contain a term.
+        document_frequency: How many rows contain each term.
+        size: How many rows.
+    """
+    distinct = list(dict.fromkeys(t for t in terms if t))
+    weights = [idf(document_frequency.get(t, 0), size) for t in distinct]
+    total = sum(weights)
+    out = np.zeros(size, dtype=np.float32)
+    if total <= 0:
+        return out
+    for term, weight in zip(distinct, weights, strict=True):
+        if document_frequency.get(term, 0):
+            out += np.float32(weight / total) * matches(term)
+    return out
+
+
 def path_words(source: str) -> str:
     """Return the words of a source path, folders included, without its extension.
 
@@ -147,6 +187,14 @@ class LexicalIndex:
         raw = self._model.get_scores_from_ids(ids)
         return np.asarray(raw, dtype=np.float32)
 
+    def matches(self, term: str) -> npt.NDArray[np.bool_]:
+        """Return which rows contain ``term`` (an already tokenized term)."""
+        if self._model is None or term not in self._model.vocab_dict:
+            return np.zeros(self.size, dtype=np.bool_)
+        raw = self._model.get_scores_from_ids([self._model.vocab_dict[term]])
+        found: npt.NDArray[np.bool_] = np.asarray(raw) > 0
+        return found
+
 
 class FieldedLexicalIndex:
     """BM25 over chunk texts plus a separately weighted BM25 over each row's title field.
@@ -200,6 +248,18 @@ class FieldedLexicalIndex:
         combined: npt.NDArray[np.float32] = body + np.float32(title_weight) * title
         return combined
 
+    def coverage(self, query: str) -> npt.NDArray[np.float32]:
+        """Return per row the IDF-weighted share of the question's terms its text holds.
+
+        See `coverage`; over chunk texts (heading path and body), with the body's IDF.
+        """
+        return coverage(
+            query_terms(query),
+            self.body.matches,
+            document_frequency=self.body.document_frequency,
+            size=self.size,
+        )
+
 
 class _Delta:
     """BM25 of a few rows added since an index was built, under that index's statistics.
@@ -220,6 +280,9 @@ class _Delta:
             self.frequency.update(counts.keys())
         self._base_frequency = base.document_frequency
         self._documents = base.size + len(texts)
+
+    def matches(self, term: str) -> npt.NDArray[np.bool_]:
+        return np.array([term in counts for counts in self._terms], dtype=np.bool_)
 
     def term_scores(self, terms: Sequence[str]) -> npt.NDArray[np.float32]:
         out = np.zeros(len(self._terms), dtype=np.float32)
@@ -286,3 +349,19 @@ class PatchedLexicalIndex:
                 added = added + np.float32(title_weight) * self._titles.term_scores(terms)
             out[self.added] = added
         return out
+
+    def coverage(self, query: str) -> npt.NDArray[np.float32]:
+        """Return per row the share of the question's terms its text holds (see `coverage`)."""
+
+        def matches(term: str) -> npt.NDArray[np.bool_]:
+            found = self.root.body.matches(term)[self._kept]
+            if self.added.size:
+                found[self.added] = self._body.matches(term)
+            return found
+
+        return coverage(
+            query_terms(query),
+            matches,
+            document_frequency=self._frequency,
+            size=self.size,
+        )
