@@ -97,7 +97,7 @@ def idf(df: int, n: int) -> float:
 
 def coverage(
     terms: Sequence[str],
-    matches: Callable[[str], npt.NDArray[np.bool_]],
+    rows_with: Callable[[str], npt.NDArray[np.int64]],
     *,
     document_frequency: Mapping[str, int],
     size: int,
@@ -112,7 +112,7 @@ def coverage(
 
     Args:
         terms: The question's terms (`query_terms`).
-        matches: Which rows contain a term.
+        rows_with: The rows that contain a term.
         document_frequency: How many rows contain each term.
         size: How many rows.
     """
@@ -124,7 +124,7 @@ def coverage(
         return out
     for term, weight in zip(distinct, weights, strict=True):
         if document_frequency.get(term, 0):
-            out += np.float32(weight / total) * matches(term)
+            out[rows_with(term)] += np.float32(weight / total)
     return out
 
 
@@ -187,13 +187,18 @@ class LexicalIndex:
         raw = self._model.get_scores_from_ids(ids)
         return np.asarray(raw, dtype=np.float32)
 
-    def matches(self, term: str) -> npt.NDArray[np.bool_]:
-        """Return which rows contain ``term`` (an already tokenized term)."""
+    def rows_with(self, term: str) -> npt.NDArray[np.int64]:
+        """Return the rows that contain ``term`` (an already tokenized term), ascending.
+
+        Read from bm25s's posting lists, so the cost is the term's frequency, not the
+        index size.
+        """
         if self._model is None or term not in self._model.vocab_dict:
-            return np.zeros(self.size, dtype=np.bool_)
-        raw = self._model.get_scores_from_ids([self._model.vocab_dict[term]])
-        found: npt.NDArray[np.bool_] = np.asarray(raw) > 0
-        return found
+            return np.zeros(0, dtype=np.int64)
+        token = self._model.vocab_dict[term]
+        postings = self._model.scores
+        start, end = postings["indptr"][token], postings["indptr"][token + 1]
+        return np.asarray(postings["indices"][start:end], dtype=np.int64)
 
 
 class FieldedLexicalIndex:
@@ -255,7 +260,7 @@ class FieldedLexicalIndex:
         """
         return coverage(
             query_terms(query),
-            self.body.matches,
+            self.body.rows_with,
             document_frequency=self.body.document_frequency,
             size=self.size,
         )
@@ -281,8 +286,10 @@ class _Delta:
         self._base_frequency = base.document_frequency
         self._documents = base.size + len(texts)
 
-    def matches(self, term: str) -> npt.NDArray[np.bool_]:
-        return np.array([term in counts for counts in self._terms], dtype=np.bool_)
+    def rows_with(self, term: str) -> npt.NDArray[np.int64]:
+        if term not in self.frequency:
+            return np.zeros(0, dtype=np.int64)
+        return np.array([r for r, c in enumerate(self._terms) if term in c], dtype=np.int64)
 
     def term_scores(self, terms: Sequence[str]) -> npt.NDArray[np.float32]:
         out = np.zeros(len(self._terms), dtype=np.float32)
@@ -329,6 +336,9 @@ class PatchedLexicalIndex:
         self._body = _Delta(root.body, texts)
         self._titles = _Delta(root.titles, titles)
         self._kept = np.where(root_rows < 0, 0, root_rows)
+        # Each root row's row here; -1 for rows removed since the root was built.
+        self._row_of_root = np.full(root.size, -1, dtype=np.int64)
+        self._row_of_root[root_rows[root_rows >= 0]] = np.flatnonzero(root_rows >= 0)
         frequency = dict(root.document_frequency)
         for term, count in self._body.frequency.items():
             frequency[term] = frequency.get(term, 0) + count
@@ -353,15 +363,13 @@ class PatchedLexicalIndex:
     def coverage(self, query: str) -> npt.NDArray[np.float32]:
         """Return per row the share of the question's terms its text holds (see `coverage`)."""
 
-        def matches(term: str) -> npt.NDArray[np.bool_]:
-            found = self.root.body.matches(term)[self._kept]
-            if self.added.size:
-                found[self.added] = self._body.matches(term)
-            return found
+        def rows_with(term: str) -> npt.NDArray[np.int64]:
+            kept = self._row_of_root[self.root.body.rows_with(term)]
+            return np.concatenate([kept[kept >= 0], self.added[self._body.rows_with(term)]])
 
         return coverage(
             query_terms(query),
-            matches,
+            rows_with,
             document_frequency=self._frequency,
             size=self.size,
         )
