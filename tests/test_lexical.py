@@ -185,3 +185,21 @@ def test_coverage_of_a_patched_index_is_that_of_a_full_build() -> None:
     )
     question = "Is sick leave listed at the canteen?"
     np.testing.assert_allclose(patched.coverage(question), full.coverage(question), rtol=1e-6)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    texts=st.lists(st.lists(words, min_size=1, max_size=8).map(" ".join), min_size=1, max_size=8),
+    query=st.lists(words, min_size=1, max_size=4).map(" ".join),
+)
+def test_coverage_agrees_with_reference_on_random_corpora(texts: list[str], query: str) -> None:
+    docs = [set(tokenize(t)) for t in texts]
+    terms = list(dict.fromkeys(query_terms(query)))
+    weights = {
+        t: math.log(1 + (len(docs) - (df := sum(t in d for d in docs)) + 0.5) / (df + 0.5))
+        for t in terms
+    }
+    total = sum(weights.values())
+    expected = [sum(w for t, w in weights.items() if t in d) / total if total else 0 for d in docs]
+    got = FieldedLexicalIndex(texts, ["x"] * len(texts)).coverage(query)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
