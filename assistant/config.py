@@ -24,6 +24,8 @@ ASSISTANT_MIN_COVERAGE         no good match when query-term coverage is below t
 ASSISTANT_MIN_COSINE           ...and the top cosine is below this (see assistant.retrieval.nomatch)
 ASSISTANT_LEXICAL_WEIGHT       weight of normalised BM25 next to the cosine in hybrid fusion
 ASSISTANT_TITLE_WEIGHT         weight of BM25 over titles and source path words next to the body
+ASSISTANT_COVERAGE_WEIGHT      hybrid bonus for chunks holding most of the question's terms
+                               (weight of the squared IDF-weighted share; 0: off)
 ASSISTANT_REFRESH_WAIT         seconds a question that found no good match while a just-committed
                                ingest's rows were still loading waits for them before searching
                                again (default 1; 0: never wait)
@@ -208,7 +210,10 @@ class RetrievalSettings:
     min_coverage: float = 0.36
     min_cosine: float = 0.5
     lexical_weight: float = 0.1
-    title_weight: float = 0.25
+    title_weight: float = 0.5
+    # Hybrid fusion adds coverage_weight * (share of the question's terms a chunk holds)**2
+    # (`assistant.retrieval.fusion.fuse_scores`; docs/retrieval-eval.md, 1 Dec).
+    coverage_weight: float = 0.1
     neighbour_penalty: float = 0.02
     # A question that finds no good match while an ingest's rows are still loading
     # (`assistant.retrieval.freshness`) waits this long for them, then searches again.
@@ -248,6 +253,7 @@ class RetrievalSettings:
         for name, weight in (
             ("lexical_weight", self.lexical_weight),
             ("title_weight", self.title_weight),
+            ("coverage_weight", self.coverage_weight),
             ("neighbour_penalty", self.neighbour_penalty),
         ):
             _require(
@@ -492,6 +498,9 @@ class Settings:
                 min_cosine=env.number("ASSISTANT_MIN_COSINE", d.retrieval.min_cosine),
                 lexical_weight=env.number("ASSISTANT_LEXICAL_WEIGHT", d.retrieval.lexical_weight),
                 title_weight=env.number("ASSISTANT_TITLE_WEIGHT", d.retrieval.title_weight),
+                coverage_weight=env.number(
+                    "ASSISTANT_COVERAGE_WEIGHT", d.retrieval.coverage_weight
+                ),
                 context_tokens=env.integer("ASSISTANT_CONTEXT_TOKENS", d.retrieval.context_tokens),
                 refresh_wait_s=env.number("ASSISTANT_REFRESH_WAIT", d.retrieval.refresh_wait_s),
                 dense_int8_above=env.integer(

@@ -48,6 +48,7 @@ def test_api_key_falls_back_to_openai_api_key() -> None:
         ({"ASSISTANT_LLM_TIMEOUT": "-1"}, "LLM timeout must be positive, got -1.0"),
         ({"ASSISTANT_COLLECTION": "ab"}, "collection name must be 3-40 characters, got 'ab'"),
         ({"ASSISTANT_TITLE_WEIGHT": "-1"}, "title_weight must be in [0, 10], got -1.0"),
+        ({"ASSISTANT_COVERAGE_WEIGHT": "-1"}, "coverage_weight must be in [0, 10], got -1.0"),
         (
             {"ASSISTANT_LEXICAL_WEIGHT": "x"},
             "ASSISTANT_LEXICAL_WEIGHT must be a finite number, got 'x'",
@@ -61,10 +62,17 @@ def test_invalid_values_name_the_setting_and_value(env: dict[str, str], message:
 
 
 def test_fusion_and_title_weights_come_from_the_environment() -> None:
-    env = {"ASSISTANT_LEXICAL_WEIGHT": "0.2", "ASSISTANT_TITLE_WEIGHT": "0"}
+    env = {
+        "ASSISTANT_LEXICAL_WEIGHT": "0.2",
+        "ASSISTANT_TITLE_WEIGHT": "0",
+        "ASSISTANT_COVERAGE_WEIGHT": "0",
+    }
     retrieval = Settings.from_env(env).retrieval
     assert (retrieval.lexical_weight, retrieval.title_weight) == (0.2, 0.0)
-    assert Settings.from_env({}).retrieval.title_weight > 0
+    assert retrieval.coverage_weight == 0.0
+    defaults = Settings.from_env({}).retrieval
+    assert defaults.title_weight > 0
+    assert defaults.coverage_weight > 0
 
 
 @pytest.mark.parametrize(

@@ -1,12 +1,14 @@
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assistant.retrieval.lexical import (
     FieldedLexicalIndex,
     LexicalIndex,
+    PatchedLexicalIndex,
     path_words,
     query_terms,
     tokenize,
@@ -129,3 +131,75 @@ def test_question_words_do_not_outscore_the_passage_on_the_topic() -> None:
     question = "How can you have your trip refunded?"
     assert LexicalIndex(texts).scores(question).argmax() == 0  # plain BM25 is fooled
     assert index.scores(question, title_weight=0.25).argmax() == 1
+
+
+def test_query_terms_drop_the_tails_of_contractions() -> None:
+    question = "I'll be staying in Crimea. I'm 15 and don't know GitHub's rules"
+    assert query_terms(question) == ["stay", "crimea", "15", "know", "github", "rule"]
+
+
+def test_contraction_tails_do_not_outscore_the_passage_on_the_topic() -> None:
+    texts = [
+        "You'll see that we'll tell you what you'll need; you'll find it and you'll do it.",
+        "Travel to sanctioned regions such as Crimea may restrict an account.",
+        "Accounts are personal.",
+    ]
+    index = FieldedLexicalIndex(texts, ["Help", "Trade", "Accounts"])
+    question = "I'll be in Crimea, will that affect my account?"
+    assert LexicalIndex(texts).scores(question).argmax() == 0  # plain BM25 is fooled
+    assert index.scores(question, title_weight=0.25).argmax() == 1
+
+
+COVERAGE_TEXTS = [
+    "Sick leave needs a doctor's note after three days.",
+    "Annual leave is booked with your manager.",
+    "Leave leave leave: every kind of leave is listed here.",
+    "The canteen opens at noon.",
+]
+
+
+def test_coverage_is_the_idf_weighted_share_of_the_question_terms_a_row_holds() -> None:
+    index = FieldedLexicalIndex(COVERAGE_TEXTS, ["Leave"] * 3 + ["Canteen"])
+    shares = index.coverage("When does sick leave need a doctor's note?")
+    assert shares[0] == pytest.approx(1.0)
+    assert shares[3] == 0.0
+    # "leave" is in three rows, "sick" in one: holding the rare term counts for more.
+    assert shares[1] == shares[2] < 0.5
+    assert FieldedLexicalIndex(COVERAGE_TEXTS, ["x"] * 4).coverage("note sick")[0] == 1.0
+
+
+def test_a_word_no_row_uses_lowers_every_rows_coverage() -> None:
+    index = FieldedLexicalIndex(COVERAGE_TEXTS, ["Leave"] * 4)
+    assert index.coverage("sick note")[0] == pytest.approx(1.0)
+    assert index.coverage("sick note for my hamster")[0] < 0.6
+
+
+def test_coverage_of_a_patched_index_is_that_of_a_full_build() -> None:
+    root = FieldedLexicalIndex(COVERAGE_TEXTS[:2], ["Leave"] * 2)
+    rows = np.array([0, -1, 1, -1], dtype=np.int64)
+    added = [COVERAGE_TEXTS[2], COVERAGE_TEXTS[3]]
+    patched = PatchedLexicalIndex(root, rows, added, ["Leave", "Canteen"])
+    full = FieldedLexicalIndex(
+        [COVERAGE_TEXTS[0], added[0], COVERAGE_TEXTS[1], added[1]],
+        ["Leave", "Leave", "Leave", "Canteen"],
+    )
+    question = "Is sick leave listed at the canteen?"
+    np.testing.assert_allclose(patched.coverage(question), full.coverage(question), rtol=1e-6)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    texts=st.lists(st.lists(words, min_size=1, max_size=8).map(" ".join), min_size=1, max_size=8),
+    query=st.lists(words, min_size=1, max_size=4).map(" ".join),
+)
+def test_coverage_agrees_with_reference_on_random_corpora(texts: list[str], query: str) -> None:
+    docs = [set(tokenize(t)) for t in texts]
+    terms = list(dict.fromkeys(query_terms(query)))
+    weights = {
+        t: math.log(1 + (len(docs) - (df := sum(t in d for d in docs)) + 0.5) / (df + 0.5))
+        for t in terms
+    }
+    total = sum(weights.values())
+    expected = [sum(w for t, w in weights.items() if t in d) / total if total else 0 for d in docs]
+    got = FieldedLexicalIndex(texts, ["x"] * len(texts)).coverage(query)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)

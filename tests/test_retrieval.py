@@ -336,3 +336,32 @@ def test_a_date_filter_traces_each_document_date_and_where_it_came_from(
     assert "hr/tax.md 2025-02-01 (meta tag)" in line
     assert "finance/fees.md undated" in line
     assert not [t for t in retriever.search(CODE_QUERY).trace if t.startswith("dates: ")]
+
+
+def test_hybrid_prefers_the_chunk_holding_every_term_over_one_repeating_a_rare_term(
+    embedder: FakeEmbedder,
+) -> None:
+    # The fake embedder does not see codes, so every chunk gets the same cosine:
+    # BM25 decides, and it rewards repeating KX-7 more than also holding RQ-2.
+    repeats, holds_both = (
+        "Codes: KX-7 KX-7 KX-7 KX-7 are listed here for staff.",
+        "Codes: KX-7 and RQ-2 are listed here for staff.",
+    )
+    chunks = build_document("it/keys.md", "Keys", [Section("Codes", (repeats, holds_both))])
+    others = (
+        "Codes: RQ-2 are listed here for staff.",
+        "Codes: RQ-2 and RQ-5 are listed here for staff.",
+        "Codes: RQ-2 are listed here for staff too.",
+    )
+    chunks += build_document("it/more.md", "Keys", [Section("Codes", others)])
+    chunks += build_document("hr/general.md", "General", FILLER)
+    docs = {s: DocMeta("Keys") for s in ("it/keys.md", "it/more.md")}
+    snapshot = make_snapshot(
+        chunks, docs | {"hr/general.md": DocMeta("General")}, embedder=embedder
+    )
+    question = "Which staff codes combine KX-7 with RQ-2?"
+    plain = make_retriever(snapshot, embedder, coverage_weight=0.0).search(question).hits
+    assert plain[0].chunk.body == repeats
+    hits = make_retriever(snapshot, embedder).search(question).hits
+    assert hits[0].chunk.body == holds_both
+    assert hits[0].score > hits[1].score

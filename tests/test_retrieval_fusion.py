@@ -92,3 +92,20 @@ def test_weighted_fusion_adds_normalised_bm25_to_cosine() -> None:
     assert dict(fused)[1] == pytest.approx(0.45 + 0.05)
     assert [row for row, _ in fuse_scores([0, 1, 2], dense=None, lexical=lexical)] == [2, 1, 0]
     assert [row for row, _ in fuse_scores([2, 1], dense=dense, lexical=None)] == [1, 2]
+
+
+def test_coverage_lifts_the_row_holding_most_of_the_question_in_hybrid_only() -> None:
+    dense = np.array([0.5, 0.5], dtype=np.float32)
+    lexical = np.array([4.0, 3.6], dtype=np.float32)  # row 0 repeats one term
+    coverage = np.array([0.5, 1.0], dtype=np.float32)
+    plain = fuse_scores([0, 1], dense=dense, lexical=lexical)
+    assert [row for row, _ in plain] == [0, 1]
+    fused = fuse_scores(
+        [0, 1], dense=dense, lexical=lexical, coverage=coverage, coverage_weight=0.1
+    )
+    assert [row for row, _ in fused] == [1, 0]
+    assert fused[0][1] == pytest.approx(0.5 + 0.1 * 0.9 + 0.1)
+    lexical_only = fuse_scores(
+        [0, 1], dense=None, lexical=lexical, coverage=coverage, coverage_weight=0.1
+    )
+    assert [row for row, _ in lexical_only] == [0, 1]

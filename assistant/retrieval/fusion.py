@@ -13,7 +13,8 @@ re-measured on the sample and the GitHub dev set on 1 Dec: docs/retrieval-eval.m
 The ``score`` shown with each hit (and compared with ``min_score``) follows the
 ranking, so a list never shows a lower-ranked hit with a higher score: the
 fused value clipped to [0, 1] (the cosine plus at most ``LEXICAL_WEIGHT`` for
-the query's best BM25 match), times ``SUPERSEDED_PENALTY`` for a superseded
+the query's best BM25 match and at most ``coverage_weight`` for holding every
+term of the question), times ``SUPERSEDED_PENALTY`` for a superseded
 document. In lexical mode it is ``bm25 / (bm25 + LEXICAL_HALF)``, which orders
 rows like the ranking's ``bm25 / max`` without giving every query's best row 1.0.
 """
@@ -88,27 +89,40 @@ def fuse_scores(
     dense: npt.NDArray[np.float32] | None,
     lexical: npt.NDArray[np.float32] | None,
     lexical_weight: float = LEXICAL_WEIGHT,
+    coverage: npt.NDArray[np.float32] | None = None,
+    coverage_weight: float = 0.0,
 ) -> list[tuple[int, float]]:
     """Fuse candidate rows by ``cosine + lexical_weight * bm25 / max(bm25)``, best first.
 
     With only one retriever, its own score orders the rows (BM25 normalised to [0, 1]).
+    In hybrid search a row also gets ``coverage_weight * coverage**2``: BM25 adds up
+    its terms, so a row repeating one rare word of the question can beat the row
+    holding all of them; the square rewards rows that hold most of the question
+    (a soft AND) and gives little for one word in three. Measured on both eval sets
+    (docs/retrieval-eval.md, 1 Dec, second session).
 
     Args:
         rows: The candidate rows (the union of both retrievers' top lists).
         dense: Cosine per row of the snapshot, or None in lexical mode.
         lexical: BM25 per row of the snapshot, or None in dense mode.
         lexical_weight: The weight of normalised BM25 next to the cosine.
+        coverage: Per row, the IDF-weighted share of the question's terms it holds
+            (`assistant.retrieval.lexical.coverage`), or None.
+        coverage_weight: The weight of the squared share (hybrid only).
 
     Returns:
         ``(row, fused value)`` pairs, best first (ties by row order given).
     """
     top = float(lexical.max()) if lexical is not None and lexical.size else 0.0
     weight = lexical_weight if dense is not None else 1.0
+    shares = coverage if dense is not None and lexical is not None and coverage_weight else None
     fused = []
     for row in rows:
         value = float(dense[row]) if dense is not None else 0.0
         if lexical is not None and top > 0:
             value += weight * float(lexical[row]) / top
+        if shares is not None:
+            value += coverage_weight * float(shares[row]) ** 2
         fused.append((row, value))
     return sorted(fused, key=lambda item: -item[1])
 

@@ -12,7 +12,7 @@ import logging
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import PurePosixPath
 
@@ -25,6 +25,8 @@ __all__ = [
     "FieldedLexicalIndex",
     "LexicalIndex",
     "PatchedLexicalIndex",
+    "coverage",
+    "idf",
     "path_words",
     "query_terms",
     "tokenize",
@@ -70,12 +72,15 @@ def tokenize(text: str) -> list[str]:
 # Question words, pronouns and auxiliaries that bm25s's stopword list keeps. In a
 # question they match the countless passages that also say "you" or "can" and
 # push the one that shares its topic down (docs/retrieval-eval.md, 2026-12-01). "us"
-# and "may" stay: they are also the US and a month.
+# and "may" stay: they are also the US and a month. The tails of contractions ("I'm",
+# "I'll", "GitHub's", "don't" split into "i m", "i ll", ...) go too: a question's "ll"
+# matched every "you'll" of a corpus and outranked its topic words (2026-12-01, 2).
 _QUESTION_WORDS = frozenset(
     tokenize(
         "what whats which who whom whose when where why how does did do doing done can could "
         "would should shall will might must me my mine we our you your i yours he him "
-        "his she her they them their is am are was were be been being have has had"
+        "his she her they them their is am are was were be been being have has had "
+        "m ll s re ve d t don doesn didn isn aren wasn weren won wouldn shouldn couldn haven hasn"
     )
 )
 
@@ -83,6 +88,44 @@ _QUESTION_WORDS = frozenset(
 def query_terms(question: str) -> list[str]:
     """Return the BM25 terms of a question: `tokenize` without question words and pronouns."""
     return [t for t in tokenize(question) if t not in _QUESTION_WORDS]
+
+
+def idf(df: int, n: int) -> float:
+    """Return BM25's (Lucene) IDF; a term no row contains gets the largest value."""
+    return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+
+def coverage(
+    terms: Sequence[str],
+    rows_with: Callable[[str], npt.NDArray[np.int64]],
+    *,
+    document_frequency: Mapping[str, int],
+    size: int,
+) -> npt.NDArray[np.float32]:
+    """Return per row the IDF-weighted share of the distinct ``terms`` the row contains.
+
+    BM25 adds up what each term contributes, so a row that repeats one query
+    word can outscore a row that has them all; the share says how much of the
+    question a row speaks to (1.0: every term). A term no row contains still
+    counts in the total, so a question with a word the corpus never uses is
+    covered less everywhere.
+
+    Args:
+        terms: The question's terms (`query_terms`).
+        rows_with: The rows that contain a term.
+        document_frequency: How many rows contain each term.
+        size: How many rows.
+    """
+    distinct = list(dict.fromkeys(t for t in terms if t))
+    weights = [idf(document_frequency.get(t, 0), size) for t in distinct]
+    total = sum(weights)
+    out = np.zeros(size, dtype=np.float32)
+    if total <= 0:
+        return out
+    for term, weight in zip(distinct, weights, strict=True):
+        if document_frequency.get(term, 0):
+            out[rows_with(term)] += np.float32(weight / total)
+    return out
 
 
 def path_words(source: str) -> str:
@@ -144,6 +187,19 @@ class LexicalIndex:
         raw = self._model.get_scores_from_ids(ids)
         return np.asarray(raw, dtype=np.float32)
 
+    def rows_with(self, term: str) -> npt.NDArray[np.int64]:
+        """Return the rows that contain ``term`` (an already tokenized term), ascending.
+
+        Read from bm25s's posting lists, so the cost is the term's frequency, not the
+        index size.
+        """
+        if self._model is None or term not in self._model.vocab_dict:
+            return np.zeros(0, dtype=np.int64)
+        token = self._model.vocab_dict[term]
+        postings = self._model.scores
+        start, end = postings["indptr"][token], postings["indptr"][token + 1]
+        return np.asarray(postings["indices"][start:end], dtype=np.int64)
+
 
 class FieldedLexicalIndex:
     """BM25 over chunk texts plus a separately weighted BM25 over each row's title field.
@@ -197,6 +253,18 @@ class FieldedLexicalIndex:
         combined: npt.NDArray[np.float32] = body + np.float32(title_weight) * title
         return combined
 
+    def coverage(self, query: str) -> npt.NDArray[np.float32]:
+        """Return per row the IDF-weighted share of the question's terms its text holds.
+
+        See `coverage`; over chunk texts (heading path and body), with the body's IDF.
+        """
+        return coverage(
+            query_terms(query),
+            self.body.rows_with,
+            document_frequency=self.body.document_frequency,
+            size=self.size,
+        )
+
 
 class _Delta:
     """BM25 of a few rows added since an index was built, under that index's statistics.
@@ -217,6 +285,11 @@ class _Delta:
             self.frequency.update(counts.keys())
         self._base_frequency = base.document_frequency
         self._documents = base.size + len(texts)
+
+    def rows_with(self, term: str) -> npt.NDArray[np.int64]:
+        if term not in self.frequency:
+            return np.zeros(0, dtype=np.int64)
+        return np.array([r for r, c in enumerate(self._terms) if term in c], dtype=np.int64)
 
     def term_scores(self, terms: Sequence[str]) -> npt.NDArray[np.float32]:
         out = np.zeros(len(self._terms), dtype=np.float32)
@@ -263,6 +336,9 @@ class PatchedLexicalIndex:
         self._body = _Delta(root.body, texts)
         self._titles = _Delta(root.titles, titles)
         self._kept = np.where(root_rows < 0, 0, root_rows)
+        # Each root row's row here; -1 for rows removed since the root was built.
+        self._row_of_root = np.full(root.size, -1, dtype=np.int64)
+        self._row_of_root[root_rows[root_rows >= 0]] = np.flatnonzero(root_rows >= 0)
         frequency = dict(root.document_frequency)
         for term, count in self._body.frequency.items():
             frequency[term] = frequency.get(term, 0) + count
@@ -283,3 +359,17 @@ class PatchedLexicalIndex:
                 added = added + np.float32(title_weight) * self._titles.term_scores(terms)
             out[self.added] = added
         return out
+
+    def coverage(self, query: str) -> npt.NDArray[np.float32]:
+        """Return per row the share of the question's terms its text holds (see `coverage`)."""
+
+        def rows_with(term: str) -> npt.NDArray[np.int64]:
+            kept = self._row_of_root[self.root.body.rows_with(term)]
+            return np.concatenate([kept[kept >= 0], self.added[self._body.rows_with(term)]])
+
+        return coverage(
+            query_terms(query),
+            rows_with,
+            document_frequency=self._frequency,
+            size=self.size,
+        )

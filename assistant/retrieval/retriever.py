@@ -4,7 +4,8 @@ Per search: take the current `IndexSnapshot` (rebuilding the BM25 index, filter
 columns and section map when its generation changed), then run the steps of
 `Retriever.search` in order on one `_Run`: restrict rows with the filters as boolean
 masks, score the eligible rows densely (one matrix-vector product) and lexically
-(BM25 over chunk texts plus a weighted title field), fuse the two top-50 lists,
+(BM25 over chunk texts plus a weighted title field, and the share of the
+question's terms each row holds), fuse the two top-50 lists,
 demote chunks that overlap a better one of their section and superseded documents,
 drop chunks that mostly repeat a better one, expand the top ``k`` into their
 sections (small to big), and judge "no good match". A new stage (a reranker, an
@@ -67,6 +68,7 @@ class _Scores:
     lexical: npt.NDArray[np.float32] | None = None
     dense_top: list[int] = field(default_factory=list)
     lexical_top: list[int] = field(default_factory=list)
+    coverage: npt.NDArray[np.float32] | None = None
     fused: dict[int, float] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -260,6 +262,8 @@ class Retriever:
                     lexical = np.where(mask, lexical, np.float32(0))
                 out.lexical = lexical
                 out.lexical_top = top_rows(lexical, CANDIDATES, positive_only=True)
+                if mode == "hybrid" and self.settings.coverage_weight > 0:
+                    out.coverage = run.readable.lexical_coverage(run.question, size=len(run.chunks))
             if out.dense is not None:
                 # Over int8 vectors only the dense candidates got a cosine: fusion needs theirs.
                 run.readable.exact(out.dense, query, out.lexical_top)
@@ -275,6 +279,8 @@ class Retriever:
                 dense=scores.dense,
                 lexical=scores.lexical,
                 lexical_weight=self.settings.lexical_weight,
+                coverage=scores.coverage,
+                coverage_weight=self.settings.coverage_weight,
             )
             fused = demote_neighbours(fused, chunks, penalty=self.settings.neighbour_penalty)
             scores.fused = dict(fused)

@@ -81,6 +81,15 @@ class Readable:
         full[self.rows] = scores
         return full
 
+    def lexical_coverage(self, question: str, *, size: int) -> npt.NDArray[np.float32]:
+        """Return per snapshot row the share of the question's terms it holds (0 if unreadable)."""
+        shares = self.lexical.coverage(question)
+        if self.rows is None:
+            return shares
+        full = np.zeros(size, dtype=np.float32)
+        full[self.rows] = shares
+        return full
+
     def dense(
         self,
         query: npt.NDArray[np.float32],
