@@ -11,72 +11,35 @@ import json
 import time
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from assistant.cli.search import main
-from assistant.config import LLMSettings, Settings, StoreSettings, UISettings
-from assistant.index.ingest import ingest
-from assistant.web.app import build_app
-from tests.chromium import CHROMIUM, LAUNCH_ARGS, browser_marks
-from tests.conftest import FakeEmbedder, free_port
-from tests.openai_server import FakeOpenAIServer, Reply
-
-SAMPLE = Path(__file__).resolve().parent.parent / "data" / "policies"
-ANSWER = "Emergency Loans carry interest at 12% per annum on a reducing balance [1]."
+from tests.chromium import browser_marks, open_page
+from tests.openai_server import Reply
+from tests.served_ui import ANSWER, Served, ask_and_wait, behind_fake_model
 
 pytestmark = browser_marks
-
-
-@dataclass
-class Served:
-    url: str
-    index: Path
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     pytest.importorskip("playwright.sync_api")
     index = tmp_path_factory.mktemp("audited") / "index"
-    with FakeOpenAIServer(handler=lambda body: Reply(text=ANSWER, chunk_chars=6)) as server:
-        settings = Settings(
-            store=StoreSettings(path=index),
-            llm=LLMSettings(base_url=server.base_url, api_key="test", timeout=10),
-            ui=UISettings(port=free_port()),
-        )
-        ingest([SAMPLE], settings=settings, embedder=FakeEmbedder())
-        app = build_app(settings, doc_roots=[SAMPLE], embedder=FakeEmbedder())
-        url = app.launch()
-        try:
-            yield Served(url, index)
-        finally:
-            app.demo.close()
+    with behind_fake_model(index, reply=Reply(text=ANSWER, chunk_chars=6), timeout=10) as served:
+        yield served
 
 
 @pytest.fixture
-def page(served: Served) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        try:
-            page = browser.new_context(accept_downloads=True).new_page()
-            page.set_default_timeout(20_000)
-            yield page
-        finally:
-            browser.close()
+def page(served: Served, browser: Any) -> Any:
+    return open_page(browser.new_context(accept_downloads=True))
 
 
 def _ask(page: Any, question: str) -> None:
-    box = page.locator("textarea").first
-    box.fill(question)
-    box.press("Enter")
+    ask_and_wait(page, question)
     page.locator(".bot").get_by_text("12% per annum", exact=False).first.wait_for()
-    # The Trace is the answer's last message (the Sources title may be a summary).
-    page.locator(".message-wrap").get_by_text("Trace", exact=True).first.wait_for()
 
 
 def _exported(index: Path) -> list[dict[str, Any]]:
@@ -138,11 +101,11 @@ def test_a_liked_conversation_exports_with_its_citations(served: Served, page: A
     link.wait_for()
     href = link.get_attribute("href")
     assert href is not None
-    url = href if href.startswith("http") else served.url.rstrip("/") + href
+    url = href if href.startswith("http") else served.url + href
     with urllib.request.urlopen(url, timeout=10) as response:
         markdown = response.read().decode("utf-8")
     assert question in markdown
     assert "12% per annum" in markdown
     assert "Loan Policy" in markdown
     assert "effective 2026-01-01" in markdown
-    assert f"({served.url.rstrip('/')}/doc/loan-policy.md?passage=" in markdown
+    assert f"({served.url}/doc/loan-policy.md?passage=" in markdown
