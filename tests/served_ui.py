@@ -5,17 +5,21 @@ fake embedder and serves it in Gradio's background thread until the ``with`` end
 `behind_fake_model` does the same with `FakeOpenAIServer` as the chat model, its
 next answer in ``Served.replies["next"]``; `demo_launched` serves a UI built on a
 scripted service (`tests.ui_fakes`). `ask` and `ask_and_wait` type a question into
-the chat as a user does.
+the chat as a user does; `rated_record` reads back what a thumb stored.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
+import json
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from assistant.cli.search import main as search_main
 from assistant.config import LLMSettings, Settings, StoreSettings, UISettings
 from assistant.index.ingest import ingest
 from assistant.protocols import Embedder
@@ -169,3 +173,25 @@ def ask_and_wait(page: Any, question: str) -> None:
     before = traces(page).count()
     ask(page, question)
     traces(page).nth(before).wait_for()
+
+
+def audit_records(index: Path) -> list[dict[str, Any]]:
+    """Return the audit log beside ``index`` as ``audit export`` prints it, one dict a line."""
+    out = io.StringIO()
+    assert search_main(["audit", "export", "--index", str(index)], environ={}, stdout=out) == 0
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def rated_record(index: Path, question: str, *, timeout: float = 10.0) -> dict[str, Any] | None:
+    """Wait for the audit record of ``question`` to hold feedback; None if none came in time.
+
+    The UI stores a thumb after the click returns, so a test polls for it.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        mine = [r for r in audit_records(index) if r["question"] == question]
+        if mine and mine[0]["feedback"]:
+            return mine[0]
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.1)

@@ -6,20 +6,15 @@ embedder and `FakeOpenAIServer`, so it writes the real audit log beside the inde
 
 from __future__ import annotations
 
-import io
-import json
-import time
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from assistant.cli.search import main
 from tests.chromium import browser_marks, open_page
 from tests.openai_server import Reply
-from tests.served_ui import ANSWER, Served, ask_and_wait, behind_fake_model
+from tests.served_ui import ANSWER, Served, ask_and_wait, behind_fake_model, rated_record
 
 pytestmark = browser_marks
 
@@ -42,22 +37,6 @@ def _ask(page: Any, question: str) -> None:
     page.locator(".bot").get_by_text("12% per annum", exact=False).first.wait_for()
 
 
-def _exported(index: Path) -> list[dict[str, Any]]:
-    out = io.StringIO()
-    assert main(["audit", "export", "--index", str(index)], environ={}, stdout=out) == 0
-    return [json.loads(line) for line in out.getvalue().splitlines()]
-
-
-def _wait_for(check: Any, timeout: float = 10.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.1)
-    return check()
-
-
 def test_thumbs_down_with_a_reason_lands_in_audit_export(served: Served, page: Any) -> None:
     page.goto(served.url, wait_until="load")
     question = "What is the emergency loan interest rate? (feedback)"
@@ -68,11 +47,7 @@ def test_thumbs_down_with_a_reason_lands_in_audit_export(served: Served, page: A
     page.get_by_role("button", name="Send feedback").click()
     page.get_by_text("your feedback is stored", exact=False).wait_for()
 
-    def rated() -> dict[str, Any] | None:
-        mine = [r for r in _exported(served.index) if r["question"] == question]
-        return mine[0] if mine and mine[0]["feedback"] else None
-
-    record = _wait_for(rated)
+    record = rated_record(served.index, question)
     assert record is not None
     assert record["feedback"]["rating"] == "down"
     assert record["feedback"]["reason"] == "It left out the processing fee"
@@ -88,11 +63,7 @@ def test_a_liked_conversation_exports_with_its_citations(served: Served, page: A
     # The record id rides on the answer message: a thumb reaches the record.
     page.get_by_role("button", name="Like", exact=True).first.click()
 
-    def liked() -> dict[str, Any] | None:
-        mine = [r for r in _exported(served.index) if r["question"] == question]
-        return mine[0] if mine and mine[0]["feedback"] else None
-
-    record = _wait_for(liked)
+    record = rated_record(served.index, question)
     assert record is not None
     assert record["feedback"]["rating"] == "up"
 

@@ -13,23 +13,28 @@ Run one file at a time: ``python -m pytest tests/test_browser_conversations.py -
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import re
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from assistant.cli.search import main
 from assistant.users import add_user
 from assistant.web.ui import STORAGE_KEY
 from tests.chromium import browser_marks, open_page
 from tests.conftest import SAMPLE_POLICIES
 from tests.openai_server import FakeOpenAIServer, Reply
-from tests.served_ui import ANSWER, Served, app_settings, ask, ask_and_wait, launched
+from tests.served_ui import (
+    ANSWER,
+    Served,
+    app_settings,
+    ask,
+    ask_and_wait,
+    launched,
+    rated_record,
+)
 
 FIRST = "What is the emergency loan interest rate?"
 SECOND = "How many days of annual leave do staff get?"
@@ -210,22 +215,6 @@ def test_a_stopped_answer_is_kept_as_stopped(served: Served, browser: Any) -> No
     assert "in progress" not in shown
 
 
-def _exported(index: Path) -> list[dict[str, Any]]:
-    out = io.StringIO()
-    assert main(["audit", "export", "--index", str(index)], environ={}, stdout=out) == 0
-    return [json.loads(line) for line in out.getvalue().splitlines()]
-
-
-def _feedback_on(index: Path, question: str) -> dict[str, Any] | None:
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        mine = [r for r in _exported(index) if r["question"] == question]
-        if mine and mine[0]["feedback"]:
-            return dict(mine[0]["feedback"])
-        time.sleep(0.1)
-    return None
-
-
 def test_feedback_on_a_restored_answer_reaches_its_record(served: Served, browser: Any) -> None:
     page = open_page(browser.new_context())
     page.goto(served.url, wait_until="load")
@@ -240,7 +229,8 @@ def test_feedback_on_a_restored_answer_reaches_its_record(served: Served, browse
     page.get_by_text("Tell us what was wrong", exact=False).wait_for()
     assert page.get_by_label("What was wrong? (optional)").input_value() == "Out of date"
 
-    feedback = _feedback_on(served.index, question)
+    record = rated_record(served.index, question)
+    feedback = record["feedback"] if record else None
     assert feedback is not None, "the thumb on the restored answer reached no record"
     assert feedback["rating"] == "down"
     assert feedback["reason"] == "Out of date"
