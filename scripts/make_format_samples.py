@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import docx
+from doc_blocks import Block, Bullets, Heading, Para, Table, add_docx_blocks, fixed_entry
 from fpdf import FPDF
 
 POLICIES = Path(__file__).resolve().parent.parent / "data" / "policies"
@@ -50,38 +51,6 @@ FOOTNOTES = {
     ),
 }
 _SUPERSCRIPTS = "\u00b9\u00b2\u00b3"
-
-
-@dataclass(frozen=True, slots=True)
-class Heading:
-    """A heading; level 1 is the title."""
-
-    level: int
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class Para:
-    """A paragraph."""
-
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class Bullets:
-    """A list."""
-
-    items: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Table:
-    """A table, header row first."""
-
-    rows: tuple[tuple[str, ...], ...]
-
-
-Block = Heading | Para | Bullets | Table
 
 
 def read_markdown(path: Path) -> list[Block]:
@@ -282,19 +251,7 @@ def build_docx(blocks: Sequence[Block], *, effective: str) -> bytes:
     section = document.sections[0]
     section.header.paragraphs[0].text = f"{ORG} - {title}"
     section.footer.paragraphs[0].text = "Controlled copy - do not print"
-    for block in blocks:
-        if isinstance(block, Heading):
-            document.add_heading(block.text, level=min(block.level, 3))
-        elif isinstance(block, Para):
-            document.add_paragraph(_drop_date_line(block.text))
-        elif isinstance(block, Bullets):
-            for item in block.items:
-                document.add_paragraph(item, style="List Bullet")
-        else:
-            table = document.add_table(rows=0, cols=len(block.rows[0]), style="Table Grid")
-            for row in block.rows:
-                for cell, text in zip(table.add_row().cells, row, strict=False):
-                    cell.text = text
+    add_docx_blocks(document, blocks, paragraph=_drop_date_line)
     buffer = io.BytesIO()
     document.save(buffer)
     return _with_custom_properties(buffer.getvalue(), {"Effective Date": effective})
@@ -338,15 +295,9 @@ def _with_custom_properties(data: bytes, values: dict[str, str]) -> bytes:
                     b'officeDocument/2006/relationships/custom-properties" '
                     b'Target="docProps/custom.xml"/></Relationships>',
                 )
-            target.writestr(_entry(name), body)
-        target.writestr(_entry("docProps/custom.xml"), custom)
+            target.writestr(fixed_entry(name, FIXED_DATE), body)
+        target.writestr(fixed_entry("docProps/custom.xml", FIXED_DATE), custom)
     return out.getvalue()
-
-
-def _entry(name: str) -> zipfile.ZipInfo:
-    info = zipfile.ZipInfo(name, FIXED_DATE.timetuple()[:6])
-    info.compress_type = zipfile.ZIP_DEFLATED
-    return info
 
 
 def main(argv: Sequence[str] | None = None) -> int:

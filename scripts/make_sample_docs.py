@@ -13,11 +13,11 @@ import argparse
 import io
 import zipfile
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 import docx
+from doc_blocks import Block, Bullets, Heading, Para, Table, add_docx_blocks, fixed_entry
 from fpdf import FPDF
 
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "data" / "policies"
@@ -26,37 +26,6 @@ DOCX_NAME = "member-dividend-policy.docx"
 FIXED_DATE = datetime(2025, 9, 1, 9, 0, 0, tzinfo=UTC)
 AUTHOR = "Umoja Savings & Credit Cooperative Society Ltd"
 
-
-@dataclass(frozen=True, slots=True)
-class Heading:
-    """A heading; level 1 is the document title."""
-
-    level: int
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class Para:
-    """A paragraph of body text."""
-
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class Bullets:
-    """A bulleted list."""
-
-    items: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Table:
-    """A table whose first row is the header."""
-
-    rows: tuple[tuple[str, ...], ...]
-
-
-Block = Heading | Para | Bullets | Table
 
 CREDIT_COMMITTEE: tuple[Block, ...] = (
     Heading(1, "Credit Committee Procedures"),
@@ -370,20 +339,7 @@ def build_docx(blocks: Sequence[Block]) -> bytes:
     props.created = FIXED_DATE.replace(tzinfo=None)
     props.modified = FIXED_DATE.replace(tzinfo=None)
     props.revision = 1
-    for block in blocks:
-        if isinstance(block, Heading):
-            document.add_heading(block.text, level=block.level)
-        elif isinstance(block, Para):
-            document.add_paragraph(block.text)
-        elif isinstance(block, Bullets):
-            for item in block.items:
-                document.add_paragraph(item, style="List Bullet")
-        else:
-            table = document.add_table(rows=0, cols=len(block.rows[0]), style="Table Grid")
-            for row in block.rows:
-                cells = table.add_row().cells
-                for cell, text in zip(cells, row, strict=True):
-                    cell.text = text
+    add_docx_blocks(document, blocks)
     buffer = io.BytesIO()
     document.save(buffer)
     return _normalise_zip(buffer.getvalue())
@@ -397,9 +353,7 @@ def _normalise_zip(data: bytes) -> bytes:
         zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target,
     ):
         for name in source.namelist():
-            info = zipfile.ZipInfo(name, date_time=FIXED_DATE.timetuple()[:6])
-            info.compress_type = zipfile.ZIP_DEFLATED
-            target.writestr(info, source.read(name))
+            target.writestr(fixed_entry(name, FIXED_DATE), source.read(name))
     return out.getvalue()
 
 

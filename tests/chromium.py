@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,3 +29,25 @@ browser_marks = [
         not CHROMIUM.exists(), reason="/usr/bin/chromium is missing (apt-get install chromium)"
     ),
 ]
+
+
+@contextlib.contextmanager
+def launched_chromium() -> Iterator[Any]:
+    """Start Debian's chromium through Playwright (skip without Playwright); close it after."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def open_page(opener: Any, *, timeout_ms: float = 20_000) -> Any:
+    """Open a page of a browser (in a fresh context of its own) or of a given context.
+
+    Every wait on it gives up after ``timeout_ms``: a test fails, it does not hang.
+    """
+    page = opener.new_page()
+    page.set_default_timeout(timeout_ms)
+    return page

@@ -1,4 +1,4 @@
-"""Shared fixtures: a clean environment, a fast fake embedder, a real Chroma server."""
+"""Shared fixtures: a clean environment, a fast fake embedder, a real Chroma server, Chromium."""
 
 from __future__ import annotations
 
@@ -12,10 +12,13 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pytest
+
+from tests.chromium import launched_chromium
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_POLICIES = ROOT / "data" / "policies"
@@ -31,6 +34,18 @@ def run_ingest(*args: str, env: dict[str, str] | None = None) -> subprocess.Comp
         env={**os.environ, **(env or {})},
         cwd=ROOT,
         timeout=600,
+        check=False,
+    )
+
+
+def run_python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh Python at the repository root (it may import ``tests``)."""
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
         check=False,
     )
 
@@ -140,3 +155,10 @@ def chroma_server(tmp_path: Path) -> Iterator[ChromaServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    """Debian's chromium for one test (its pages: `tests.chromium.open_page`)."""
+    with launched_chromium() as launched:
+        yield launched

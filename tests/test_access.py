@@ -27,8 +27,8 @@ from assistant.index.ingest import ingest
 from assistant.retrieval.factory import open_retriever
 from assistant.types import ADMIN_GROUP, User
 from assistant.users import add_user, load_directory
-from assistant.web.app import build_app
 from tests.conftest import FakeEmbedder, free_port
+from tests.served_ui import launched
 from tests.test_hardening_auth import anonymous, routes
 
 CORPUS = {
@@ -244,12 +244,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, obje
         settings,
         ui=UISettings(port=free_port(), users_file=users, trusted_proxies=("10.9.9.9",)),
     )
-    app = build_app(settings, doc_roots=[docs], embedder=FakeEmbedder())
-    url = app.launch().rstrip("/")
-    try:
-        yield url, app.demo.app, tmp
-    finally:
-        app.demo.close()
+    with launched(settings, docs, ingest_first=False) as app:
+        yield app.url, app.http_app, tmp
 
 
 SECRETS = (
@@ -340,9 +336,8 @@ def test_trusted_proxy_headers_name_the_user_of_viewer_and_chat(tmp_path: Path) 
     settings = settings_for(tmp_path / "idx")
     ingest([docs], settings=settings, embedder=FakeEmbedder())
     settings = replace(settings, ui=UISettings(port=free_port(), trusted_proxies=("127.0.0.1",)))
-    app = build_app(settings, doc_roots=[docs], embedder=FakeEmbedder())
-    url = app.launch().rstrip("/")
-    try:
+    with launched(settings, docs, ingest_first=False) as app:
+        url = app.url
         as_hr = {"X-Forwarded-User": "ann", "X-Forwarded-Groups": "HR"}
         request = urllib.request.Request(url + "/doc/hr/salaries.md", headers=as_hr)
         with urllib.request.urlopen(request, timeout=10) as response:
@@ -353,5 +348,3 @@ def test_trusted_proxy_headers_name_the_user_of_viewer_and_chat(tmp_path: Path) 
         assert "florins" in json.dumps(answer.result(timeout=60))
         plain = Client(url, verbose=False).submit("zorbex band pay?", [], [], 4, api_name="/chat")
         assert "florins" not in json.dumps(plain.result(timeout=60))
-    finally:
-        app.demo.close()

@@ -7,18 +7,15 @@ document's audience by re-ingesting while the UI runs holds from the next questi
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from assistant.config import Settings, StoreSettings, UISettings
 from assistant.index.ingest import ingest
 from assistant.users import add_user
-from assistant.web.app import build_app
-from tests.chromium import CHROMIUM, LAUNCH_ARGS, browser_marks
-from tests.conftest import FakeEmbedder, free_port
+from tests.chromium import browser_marks, launched_chromium, open_page
+from tests.conftest import FakeEmbedder
+from tests.served_ui import Served, app_settings, ask_and_wait, launched, traces
 
 pytestmark = browser_marks
 
@@ -27,13 +24,6 @@ CORPUS = {
     "hr/salaries.md": "# Salary Bands\n\nThe zorbex band pays executives nine florins.\n",
 }
 QUESTION = "What does the zorbex band pay executives?"
-
-
-@dataclass
-class Served:
-    url: str
-    docs: Path
-    settings: Settings
 
 
 @pytest.fixture(scope="module")
@@ -48,43 +38,27 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     users = base / "users.toml"
     add_user(users, "ann", "pw-ann", ["hr"])
     add_user(users, "bob", "pw-bob", [])
-    settings = Settings(
-        store=StoreSettings(path=base / "index"),
-        ui=UISettings(port=free_port(), users_file=users),
-    )
-    ingest([docs], settings=settings, embedder=FakeEmbedder())
-    app = build_app(settings, doc_roots=[docs], embedder=FakeEmbedder())
-    url = app.launch().rstrip("/")
-    try:
-        yield Served(url, docs, settings)
-    finally:
-        app.demo.close()
+    with launched(app_settings(base / "index", ui={"users_file": users}), docs) as served:
+        yield served
 
 
 def _logged_in(browser: Any, url: str, name: str, password: str) -> Any:
     context = browser.new_context()
     response = context.request.post(url + "/login", form={"username": name, "password": password})
     assert response.ok, response.status
-    page = context.new_page()
-    page.set_default_timeout(30_000)
+    page = open_page(context, timeout_ms=30_000)
     page.goto(url + "/", wait_until="load")
     return page
 
 
-def _ask(page: Any, question: str, answers: int) -> str:
-    box = page.locator("textarea").first
-    box.fill(question)
-    box.press("Enter")
-    page.locator(".message-wrap").get_by_text("Trace", exact=True).nth(answers - 1).wait_for()
+def _ask(page: Any, question: str) -> str:
+    ask_and_wait(page, question)
     page.wait_for_timeout(300)
     return str(page.locator(".message-wrap").inner_text())
 
 
 def test_two_users_at_once_and_an_audience_changed_while_running(served: Served) -> None:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+    with launched_chromium() as browser:
         try:
             ann = _logged_in(browser, served.url, "ann", "pw-ann")
             bob = _logged_in(browser, served.url, "bob", "pw-bob")
@@ -93,7 +67,7 @@ def test_two_users_at_once_and_an_audience_changed_while_running(served: Served)
             ann.locator("textarea").first.press("Enter")  # both asked before either answered
             bob.locator("textarea").first.press("Enter")
             for page in (ann, bob):
-                page.locator(".message-wrap").get_by_text("Trace", exact=True).first.wait_for()
+                traces(page).first.wait_for()
             ann.wait_for_timeout(300)
             seen_by_ann = ann.locator(".message-wrap").inner_text()
             seen_by_bob = bob.locator(".message-wrap").inner_text()
@@ -111,9 +85,8 @@ def test_two_users_at_once_and_an_audience_changed_while_running(served: Served)
             ann.locator(".message-row.user-row").first.wait_for()
             ann.get_by_role("button", name="New chat").click()
             ann.locator(".message-row").first.wait_for(state="detached")
-            after = _ask(ann, QUESTION, answers=1)
+            after = _ask(ann, QUESTION)
             assert "florins" not in after
             assert ann.goto(served.url + "/doc/hr/salaries.md").status == 404
         finally:
-            browser.close()
             (served.docs / ".access").write_text("hr/** -> hr\n", encoding="utf-8")

@@ -6,93 +6,35 @@ embedder and `FakeOpenAIServer`, so it writes the real audit log beside the inde
 
 from __future__ import annotations
 
-import io
-import json
-import time
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from assistant.cli.search import main
-from assistant.config import LLMSettings, Settings, StoreSettings, UISettings
-from assistant.index.ingest import ingest
-from assistant.web.app import build_app
-from tests.chromium import CHROMIUM, LAUNCH_ARGS, browser_marks
-from tests.conftest import FakeEmbedder, free_port
-from tests.openai_server import FakeOpenAIServer, Reply
-
-SAMPLE = Path(__file__).resolve().parent.parent / "data" / "policies"
-ANSWER = "Emergency Loans carry interest at 12% per annum on a reducing balance [1]."
+from tests.chromium import browser_marks, open_page
+from tests.openai_server import Reply
+from tests.served_ui import ANSWER, Served, ask_and_wait, behind_fake_model, rated_record
 
 pytestmark = browser_marks
-
-
-@dataclass
-class Served:
-    url: str
-    index: Path
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     pytest.importorskip("playwright.sync_api")
     index = tmp_path_factory.mktemp("audited") / "index"
-    with FakeOpenAIServer(handler=lambda body: Reply(text=ANSWER, chunk_chars=6)) as server:
-        settings = Settings(
-            store=StoreSettings(path=index),
-            llm=LLMSettings(base_url=server.base_url, api_key="test", timeout=10),
-            ui=UISettings(port=free_port()),
-        )
-        ingest([SAMPLE], settings=settings, embedder=FakeEmbedder())
-        app = build_app(settings, doc_roots=[SAMPLE], embedder=FakeEmbedder())
-        url = app.launch()
-        try:
-            yield Served(url, index)
-        finally:
-            app.demo.close()
+    with behind_fake_model(index, reply=Reply(text=ANSWER, chunk_chars=6), timeout=10) as served:
+        yield served
 
 
 @pytest.fixture
-def page(served: Served) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        try:
-            page = browser.new_context(accept_downloads=True).new_page()
-            page.set_default_timeout(20_000)
-            yield page
-        finally:
-            browser.close()
+def page(served: Served, browser: Any) -> Any:
+    return open_page(browser.new_context(accept_downloads=True))
 
 
 def _ask(page: Any, question: str) -> None:
-    box = page.locator("textarea").first
-    box.fill(question)
-    box.press("Enter")
+    ask_and_wait(page, question)
     page.locator(".bot").get_by_text("12% per annum", exact=False).first.wait_for()
-    # The Trace is the answer's last message (the Sources title may be a summary).
-    page.locator(".message-wrap").get_by_text("Trace", exact=True).first.wait_for()
-
-
-def _exported(index: Path) -> list[dict[str, Any]]:
-    out = io.StringIO()
-    assert main(["audit", "export", "--index", str(index)], environ={}, stdout=out) == 0
-    return [json.loads(line) for line in out.getvalue().splitlines()]
-
-
-def _wait_for(check: Any, timeout: float = 10.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.1)
-    return check()
 
 
 def test_thumbs_down_with_a_reason_lands_in_audit_export(served: Served, page: Any) -> None:
@@ -105,11 +47,7 @@ def test_thumbs_down_with_a_reason_lands_in_audit_export(served: Served, page: A
     page.get_by_role("button", name="Send feedback").click()
     page.get_by_text("your feedback is stored", exact=False).wait_for()
 
-    def rated() -> dict[str, Any] | None:
-        mine = [r for r in _exported(served.index) if r["question"] == question]
-        return mine[0] if mine and mine[0]["feedback"] else None
-
-    record = _wait_for(rated)
+    record = rated_record(served.index, question)
     assert record is not None
     assert record["feedback"]["rating"] == "down"
     assert record["feedback"]["reason"] == "It left out the processing fee"
@@ -125,11 +63,7 @@ def test_a_liked_conversation_exports_with_its_citations(served: Served, page: A
     # The record id rides on the answer message: a thumb reaches the record.
     page.get_by_role("button", name="Like", exact=True).first.click()
 
-    def liked() -> dict[str, Any] | None:
-        mine = [r for r in _exported(served.index) if r["question"] == question]
-        return mine[0] if mine and mine[0]["feedback"] else None
-
-    record = _wait_for(liked)
+    record = rated_record(served.index, question)
     assert record is not None
     assert record["feedback"]["rating"] == "up"
 
@@ -138,11 +72,11 @@ def test_a_liked_conversation_exports_with_its_citations(served: Served, page: A
     link.wait_for()
     href = link.get_attribute("href")
     assert href is not None
-    url = href if href.startswith("http") else served.url.rstrip("/") + href
+    url = href if href.startswith("http") else served.url + href
     with urllib.request.urlopen(url, timeout=10) as response:
         markdown = response.read().decode("utf-8")
     assert question in markdown
     assert "12% per annum" in markdown
     assert "Loan Policy" in markdown
     assert "effective 2026-01-01" in markdown
-    assert f"({served.url.rstrip('/')}/doc/loan-policy.md?passage=" in markdown
+    assert f"({served.url}/doc/loan-policy.md?passage=" in markdown

@@ -11,84 +11,39 @@ Run: ``python -m pytest tests/test_browser.py -m browser``. Needs
 from __future__ import annotations
 
 import re
-import socket
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 
-from assistant.config import LLMSettings, Settings, StoreSettings, UISettings
+from assistant.config import Settings, StoreSettings
 from assistant.index.ingest import ingest
-from assistant.web.app import build_app
-from tests.chromium import CHROMIUM, LAUNCH_ARGS, browser_marks
+from tests.chromium import browser_marks, open_page
 from tests.conftest import FakeEmbedder
-from tests.openai_server import FakeOpenAIServer, Reply
+from tests.openai_server import Reply
+from tests.served_ui import ANSWER, Served, ask, behind_fake_model
 
-SAMPLE = Path(__file__).resolve().parent.parent / "data" / "policies"
-ANSWER = "Emergency Loans carry interest at 12% per annum on a reducing balance [1]."
 SLOW = Reply(text="Counting slowly " + "and on " * 200, chunk_chars=8, delay=0.25)
 
 pytestmark = browser_marks
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@dataclass
-class Served:
-    url: str
-    server: FakeOpenAIServer
-    replies: dict[str, Reply]
-    index: Path
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     pytest.importorskip("playwright.sync_api")
-    replies = {"next": Reply(text=ANSWER, chunk_chars=6, delay=0.02)}
-    index = tmp_path_factory.mktemp("index")
-    with FakeOpenAIServer(handler=lambda body: replies["next"]) as server:
-        settings = Settings(
-            store=StoreSettings(path=index),
-            llm=LLMSettings(base_url=server.base_url, api_key="test", timeout=10),
-            ui=UISettings(port=_free_port()),
-        )
-        ingest([SAMPLE], settings=settings, embedder=FakeEmbedder())
-        app = build_app(settings, doc_roots=[SAMPLE], embedder=FakeEmbedder())
-        url = app.launch()
-        try:
-            yield Served(url, server, replies, index)
-        finally:
-            app.demo.close()
+    with behind_fake_model(
+        tmp_path_factory.mktemp("index"),
+        reply=Reply(text=ANSWER, chunk_chars=6, delay=0.02),
+        timeout=10,
+    ) as served:
+        yield served
 
 
 @pytest.fixture
-def page(served: Served) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM),
-            args=LAUNCH_ARGS,
-        )
-        try:
-            page = browser.new_page()
-            page.set_default_timeout(20_000)
-            yield page
-        finally:
-            browser.close()
-
-
-def _ask(page: Any, question: str) -> None:
-    box = page.locator("textarea").first
-    box.fill(question)
-    box.press("Enter")
+def page(served: Served, browser: Any) -> Any:
+    return open_page(browser)
 
 
 def test_question_streams_an_answer_with_sources_and_a_working_section_link(
@@ -99,7 +54,7 @@ def test_question_streams_an_answer_with_sources_and_a_working_section_link(
     page.goto(served.url, wait_until="load")
     served.replies["next"] = Reply(text=ANSWER, chunk_chars=6, delay=0.02)
 
-    _ask(page, "What is the emergency loan interest rate?")
+    ask(page, "What is the emergency loan interest rate?")
 
     bot = page.locator(".bot").first
     bot.get_by_text("12% per annum", exact=False).first.wait_for()
@@ -134,12 +89,12 @@ def test_question_streams_an_answer_with_sources_and_a_working_section_link(
 def test_stop_button_closes_the_upstream_stream(served: Served, page: Any) -> None:
     page.goto(served.url, wait_until="load")
     served.replies["next"] = SLOW
-    before = len(served.server.streams)
+    before = len(served.model.streams)
 
-    _ask(page, "Tell me about the emergency loan interest rate, slowly")
+    ask(page, "Tell me about the emergency loan interest rate, slowly")
     page.locator(".bot").get_by_text("Counting slowly", exact=False).first.wait_for()
-    assert len(served.server.streams) == before + 1
-    stream = served.server.streams[-1]
+    assert len(served.model.streams) == before + 1
+    stream = served.model.streams[-1]
     assert not stream.completed.is_set()
 
     page.locator("button.stop-button").first.click()
@@ -153,11 +108,11 @@ def test_stop_button_closes_the_upstream_stream(served: Served, page: Any) -> No
 def test_closing_the_tab_closes_the_upstream_stream(served: Served, page: Any) -> None:
     page.goto(served.url, wait_until="load")
     served.replies["next"] = SLOW
-    before = len(served.server.streams)
+    before = len(served.model.streams)
 
-    _ask(page, "What is the emergency loan interest rate, slowly?")
+    ask(page, "What is the emergency loan interest rate, slowly?")
     page.locator(".bot").get_by_text("Counting slowly", exact=False).first.wait_for()
-    stream = served.server.streams[before]
+    stream = served.model.streams[before]
 
     page.close()
 

@@ -14,21 +14,17 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from assistant.config import LLMSettings, Settings, StoreSettings, UISettings
-from assistant.index.ingest import ingest
-from assistant.web.app import build_app
-from tests.chromium import CHROMIUM, LAUNCH_ARGS, browser_marks
-from tests.conftest import FakeEmbedder, free_port
-from tests.openai_server import FakeOpenAIServer, Reply
+from tests.chromium import browser_marks, open_page
+from tests.conftest import free_port
+from tests.openai_server import Reply
+from tests.served_ui import ANSWER, Served, app_settings, ask, behind_fake_model, launched, traces
 
 ROOT = Path(__file__).resolve().parent.parent
-SAMPLE = ROOT / "data" / "policies"
 DEV = ROOT.parent / "shared" / "corpora" / "github-site-policy" / "Policies"
 if not DEV.is_dir():
     DEV = Path("/work/shared/corpora/github-site-policy/Policies")
@@ -38,7 +34,6 @@ SAMPLE_QUESTIONS = (
     "What is the penalty for early loan repayment?",
     "How many guarantors does a development loan need?",
 )
-ANSWER = "Emergency Loans carry interest at 12% per annum on a reducing balance [1]."
 WIDE_TABLE = (
     "The rates [1]:\n\n| Product | Interest or charge | Maximum amount | Maximum period |"
     " Minimum membership |\n|---|---|---|---|---|\n| Development Loan | 14% p.a. reducing "
@@ -49,39 +44,19 @@ MODEL = "policy-test-model"
 pytestmark = browser_marks
 
 
-@dataclass
-class Served:
-    url: str
-    replies: dict[str, Reply]
-    server: FakeOpenAIServer | None = None
-
-
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     pytest.importorskip("playwright.sync_api")
-    replies = {"next": Reply(text=ANSWER, chunk_chars=6, delay=0.01)}
-    index = tmp_path_factory.mktemp("index")
-    with FakeOpenAIServer(handler=lambda body: replies["next"]) as server:
-        settings = Settings(
-            store=StoreSettings(path=index),
-            # The scripted answers test how citations and sources are shown; grounded only
-            # would replace their sentences (FakeEmbedder's sources hold other words).
-            llm=LLMSettings(
-                base_url=server.base_url,
-                api_key="test",
-                model=MODEL,
-                timeout=10,
-                grounded_only=False,
-            ),
-            ui=UISettings(port=free_port()),
-        )
-        ingest([SAMPLE], settings=settings, embedder=FakeEmbedder())
-        app = build_app(settings, doc_roots=[SAMPLE], embedder=FakeEmbedder())
-        url = app.launch()
-        try:
-            yield Served(url, replies, server)
-        finally:
-            app.demo.close()
+    with behind_fake_model(
+        tmp_path_factory.mktemp("index"),
+        reply=Reply(text=ANSWER, chunk_chars=6, delay=0.01),
+        model=MODEL,
+        timeout=10,
+        # The scripted answers test how citations and sources are shown; grounded only
+        # would replace their sentences (FakeEmbedder's sources hold other words).
+        grounded_only=False,
+    ) as served:
+        yield served
 
 
 @pytest.fixture(scope="module")
@@ -90,51 +65,21 @@ def dev_unreachable(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served
     pytest.importorskip("playwright.sync_api")
     if not DEV.is_dir():
         pytest.skip(f"the dev corpus is missing: {DEV}")
-    index = tmp_path_factory.mktemp("dev-index")
-    settings = Settings(
-        store=StoreSettings(path=index),
-        llm=LLMSettings(
-            base_url=f"http://127.0.0.1:{free_port()}/v1", api_key="test", model=MODEL, timeout=5
-        ),
-        ui=UISettings(port=free_port()),
+    closed = f"http://127.0.0.1:{free_port()}/v1"
+    settings = app_settings(
+        tmp_path_factory.mktemp("dev-index"), model_url=closed, model=MODEL, timeout=5
     )
-    ingest([DEV], settings=settings, embedder=FakeEmbedder())
-    app = build_app(settings, doc_roots=[DEV], embedder=FakeEmbedder())
-    url = app.launch()
-    try:
-        yield Served(url, {})
-    finally:
-        app.demo.close()
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        try:
-            yield launched
-        finally:
-            launched.close()
+    with launched(settings, DEV) as served:
+        yield served
 
 
 def _page(browser: Any, width: int = 1920, height: int = 1080, **options: Any) -> Any:
-    context = browser.new_context(viewport={"width": width, "height": height}, **options)
-    page = context.new_page()
-    page.set_default_timeout(20_000)
-    return page
-
-
-def _ask(page: Any, question: str) -> None:
-    box = page.locator("textarea").first
-    box.fill(question)
-    box.press("Enter")
+    return open_page(browser.new_context(viewport={"width": width, "height": height}, **options))
 
 
 def _answered(page: Any) -> Any:
     """Wait for the last answer's Trace (the final update) and return the bot row."""
-    page.locator(".thought-group .title").filter(has_text="Trace").last.wait_for()
+    traces(page).last.wait_for()
     return page.locator(".message-row.bot-row").last
 
 
@@ -191,7 +136,7 @@ def test_wide_table_scrolls_inside_its_box_at_390_px(sample: Served, browser: An
     page.goto(sample.url, wait_until="load")
     sample.replies["next"] = Reply(text=WIDE_TABLE, chunk_chars=40, delay=0.01)
 
-    _ask(page, "Summary of rates: product, interest or charge, maximum amount, maximum period")
+    ask(page, "Summary of rates: product, interest or charge, maximum amount, maximum period")
     row = _answered(page)
     table = row.locator(".message-content table").first
     sizes = table.evaluate(
@@ -219,7 +164,7 @@ def test_short_cited_answer_has_collapsed_sources_with_a_summary_and_plain_excer
     )
 
     # Its sources include a table (the records retention schedule).
-    _ask(
+    ask(
         page,
         "Which loan product has the maximum period of 48 months and minimum membership "
         "of 6 months in the summary of rates table?",
@@ -249,7 +194,7 @@ def test_copy_gives_clean_text_with_absolute_links(sample: Served, browser: Any)
     page.goto(sample.url, wait_until="load")
     sample.replies["next"] = Reply(text=ANSWER, chunk_chars=20, delay=0.01)
 
-    _ask(page, "What is the emergency loan interest rate?")
+    ask(page, "What is the emergency loan interest rate?")
     _answered(page)
     page.locator('.message-buttons button[aria-label="Copy message"]').last.click()
     copied = ""
@@ -276,7 +221,7 @@ def test_stopped_answer_keeps_its_sources_and_says_stopped(sample: Served, brows
         text="According to the Loan Policy [1], " + "and then " * 200, chunk_chars=8, delay=0.2
     )
 
-    _ask(page, "Tell me about the emergency loan interest rate, slowly")
+    ask(page, "Tell me about the emergency loan interest rate, slowly")
     page.locator(".bot").get_by_text("According to the Loan Policy", exact=False).first.wait_for()
     page.wait_for_timeout(600)
     page.locator("button.stop-button").first.click()
@@ -297,7 +242,7 @@ def test_unreachable_model_answers_from_the_passages_with_a_short_note(
     page = _page(browser)
     page.goto(dev_unreachable.url, wait_until="load")
     with caplog.at_level(logging.WARNING, logger="assistant"):
-        _ask(page, "What happens to my account if I violate the acceptable use policies?")
+        ask(page, "What happens to my account if I violate the acceptable use policies?")
         row = _answered(page)
 
     text = row.inner_text()
@@ -320,7 +265,7 @@ def test_filters_show_in_the_header_reach_a_no_match_answer_and_clear_with_the_c
     page.keyboard.press("Escape")
     page.get_by_text("Filters · 1 document", exact=True).first.wait_for()
 
-    _ask(page, "What is the emergency loan interest rate for a development loan guarantor?")
+    ask(page, "What is the emergency loan interest rate for a development loan guarantor?")
     row = _answered(page)
     answer = row.locator(".message").first.inner_text()
     assert "with the filter Staff Leave Policy" in answer, answer
@@ -346,7 +291,7 @@ def test_new_chat_empties_the_conversation(sample: Served, browser: Any) -> None
     page = _page(browser)
     page.goto(sample.url, wait_until="load")
     sample.replies["next"] = Reply(text=ANSWER, chunk_chars=20, delay=0.01)
-    _ask(page, "What is the emergency loan interest rate?")
+    ask(page, "What is the emergency loan interest rate?")
     _answered(page)
 
     page.get_by_role("button", name="New chat").click()
@@ -360,7 +305,7 @@ def test_viewer_lands_on_and_highlights_the_cited_passage(sample: Served, browse
     page.goto(sample.url, wait_until="load")
     sample.replies["next"] = Reply(text=ANSWER, chunk_chars=20, delay=0.01)
     # Its first source is the Interest sub-section of Emergency Loans (after Purpose).
-    _ask(
+    ask(
         page,
         "Do Emergency Loans carry interest on a reducing balance, and is a processing fee "
         "charged on an Emergency Loan?",

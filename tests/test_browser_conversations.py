@@ -12,49 +12,43 @@ Run one file at a time: ``python -m pytest tests/test_browser_conversations.py -
 
 from __future__ import annotations
 
-import io
+import contextlib
 import json
 import re
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from assistant.cli.search import main
-from assistant.config import LLMSettings, Settings, StoreSettings, UISettings
-from assistant.index.ingest import ingest
 from assistant.users import add_user
-from assistant.web.app import build_app
 from assistant.web.ui import STORAGE_KEY
-from tests.chromium import CHROMIUM, LAUNCH_ARGS, browser_marks
-from tests.conftest import FakeEmbedder, free_port
+from tests.chromium import browser_marks, open_page
+from tests.conftest import SAMPLE_POLICIES
 from tests.openai_server import FakeOpenAIServer, Reply
+from tests.served_ui import (
+    ANSWER,
+    Served,
+    app_settings,
+    ask,
+    ask_and_wait,
+    launched,
+    rated_record,
+)
 
-SAMPLE = Path(__file__).resolve().parent.parent / "data" / "policies"
-ANSWER = "Emergency Loans carry interest at 12% per annum on a reducing balance [1]."
 FIRST = "What is the emergency loan interest rate?"
 SECOND = "How many days of annual leave do staff get?"
 
 pytestmark = browser_marks
 
 
-@dataclass
-class Served:
-    url: str
-    index: Path
-
-
-def _serve(base: Path, server: FakeOpenAIServer, users: Path | None = None) -> Any:
-    settings = Settings(
-        store=StoreSettings(path=base / "index"),
-        llm=LLMSettings(base_url=server.base_url, api_key="test", model="m", timeout=10),
-        ui=UISettings(port=free_port(), users_file=users),
+def _serve(
+    base: Path, server: FakeOpenAIServer, users: Path | None = None
+) -> contextlib.AbstractContextManager[Served]:
+    settings = app_settings(
+        base / "index", model_url=server.base_url, ui={"users_file": users}, model="m", timeout=10
     )
-    ingest([SAMPLE], settings=settings, embedder=FakeEmbedder())
-    return build_app(settings, doc_roots=[SAMPLE], embedder=FakeEmbedder())
+    return launched(settings, SAMPLE_POLICIES)
 
 
 REPLIES = {"next": Reply(text=ANSWER, chunk_chars=20)}
@@ -69,13 +63,8 @@ def model() -> Iterator[FakeOpenAIServer]:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory, model: FakeOpenAIServer) -> Iterator[Served]:
     pytest.importorskip("playwright.sync_api")
-    base = tmp_path_factory.mktemp("kept")
-    app = _serve(base, model)
-    url = app.launch()
-    try:
-        yield Served(url, base / "index")
-    finally:
-        app.demo.close()
+    with _serve(tmp_path_factory.mktemp("kept"), model) as served:
+        yield served
 
 
 @pytest.fixture(scope="module")
@@ -87,30 +76,8 @@ def with_logins(
     users = base / "users.toml"
     add_user(users, "ann", "pw-ann", [])
     add_user(users, "bob", "pw-bob", [])
-    app = _serve(base, model, users)
-    url = app.launch().rstrip("/")
-    try:
-        yield Served(url, base / "index")
-    finally:
-        app.demo.close()
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        try:
-            yield launched
-        finally:
-            launched.close()
-
-
-def _page(context: Any) -> Any:
-    page = context.new_page()
-    page.set_default_timeout(20_000)
-    return page
+    with _serve(base, model, users) as served:
+        yield served
 
 
 def _stored(page: Any) -> str:
@@ -120,14 +87,8 @@ def _stored(page: Any) -> str:
 def _ask(page: Any, question: str) -> None:
     """Ask, wait for the answer's last message and for the browser to store it."""
     before = _stored(page)
-    answers = page.locator(".thought-group .title").filter(has_text="Trace").count()
-    box = page.locator("textarea").first
-    box.fill(question)
-    box.press("Enter")
-    page.locator(".thought-group .title").filter(has_text="Trace").nth(answers).wait_for()
-    page.wait_for_function(
-        f"localStorage.getItem({json.dumps(STORAGE_KEY)}) !== {json.dumps(before or None)}"
-    )
+    ask_and_wait(page, question)
+    _stored_change(page, before)
 
 
 def _stored_change(page: Any, before: str) -> None:
@@ -171,7 +132,7 @@ def _restore(page: Any, title: str) -> None:
 def test_a_conversation_survives_a_reload_and_new_chat_keeps_it_to_restore(
     served: Served, browser: Any
 ) -> None:
-    page = _page(browser.new_context(viewport={"width": 1920, "height": 1080}))
+    page = open_page(browser.new_context(viewport={"width": 1920, "height": 1080}))
     page.goto(served.url, wait_until="load")
     assert page.get_by_label("Previous conversations").count() == 0, "nothing kept yet"
     _ask(page, FIRST)
@@ -212,7 +173,7 @@ def test_a_conversation_survives_a_reload_and_new_chat_keeps_it_to_restore(
 
 
 def test_clear_forgets_the_open_conversation(served: Served, browser: Any) -> None:
-    page = _page(browser.new_context())
+    page = open_page(browser.new_context())
     page.goto(served.url, wait_until="load")
     _ask(page, FIRST)
     _new_chat(page)
@@ -228,15 +189,13 @@ def test_clear_forgets_the_open_conversation(served: Served, browser: Any) -> No
 
 
 def test_a_stopped_answer_is_kept_as_stopped(served: Served, browser: Any) -> None:
-    page = _page(browser.new_context())
+    page = open_page(browser.new_context())
     page.goto(served.url, wait_until="load")
     REPLIES["next"] = Reply(
         text="According to the Loan Policy [1], " + "and then " * 200, chunk_chars=8, delay=0.2
     )
     try:
-        box = page.locator("textarea").first
-        box.fill("Tell me about the emergency loan interest rate, slowly")
-        box.press("Enter")
+        ask(page, "Tell me about the emergency loan interest rate, slowly")
         page.locator(".bot").get_by_text(
             "According to the Loan Policy", exact=False
         ).first.wait_for()
@@ -245,9 +204,7 @@ def test_a_stopped_answer_is_kept_as_stopped(served: Served, browser: Any) -> No
         page.locator(".message-row.bot-row").last.get_by_text(
             "Stopped", exact=False
         ).first.wait_for()
-        page.wait_for_function(
-            f"localStorage.getItem({json.dumps(STORAGE_KEY)}) !== {json.dumps(before or None)}"
-        )
+        _stored_change(page, before)
     finally:
         REPLIES["next"] = Reply(text=ANSWER, chunk_chars=20)
     page.wait_for_timeout(1000)  # both saves (the chat's own and the Stop's) have landed
@@ -258,24 +215,8 @@ def test_a_stopped_answer_is_kept_as_stopped(served: Served, browser: Any) -> No
     assert "in progress" not in shown
 
 
-def _exported(index: Path) -> list[dict[str, Any]]:
-    out = io.StringIO()
-    assert main(["audit", "export", "--index", str(index)], environ={}, stdout=out) == 0
-    return [json.loads(line) for line in out.getvalue().splitlines()]
-
-
-def _feedback_on(index: Path, question: str) -> dict[str, Any] | None:
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        mine = [r for r in _exported(index) if r["question"] == question]
-        if mine and mine[0]["feedback"]:
-            return dict(mine[0]["feedback"])
-        time.sleep(0.1)
-    return None
-
-
 def test_feedback_on_a_restored_answer_reaches_its_record(served: Served, browser: Any) -> None:
-    page = _page(browser.new_context())
+    page = open_page(browser.new_context())
     page.goto(served.url, wait_until="load")
     question = "Restored: what is the emergency loan interest rate?"
     _ask(page, question)
@@ -288,7 +229,8 @@ def test_feedback_on_a_restored_answer_reaches_its_record(served: Served, browse
     page.get_by_text("Tell us what was wrong", exact=False).wait_for()
     assert page.get_by_label("What was wrong? (optional)").input_value() == "Out of date"
 
-    feedback = _feedback_on(served.index, question)
+    record = rated_record(served.index, question)
+    feedback = record["feedback"] if record else None
     assert feedback is not None, "the thumb on the restored answer reached no record"
     assert feedback["rating"] == "down"
     assert feedback["reason"] == "Out of date"
@@ -300,7 +242,7 @@ def _log_in(context: Any, url: str, name: str) -> Any:
         url + "/login", form={"username": name, "password": f"pw-{name}"}
     )
     assert response.ok, response.status
-    page = _page(context)
+    page = open_page(context)
     page.goto(url + "/", wait_until="load")
     page.locator("textarea").first.wait_for()
     return page

@@ -19,9 +19,9 @@ import pytest
 from gradio_client import Client
 
 from assistant.config import Settings, UISettings
-from assistant.web.ui import build_demo, launch
-from assistant.web.viewer import DocumentViewer
-from tests.conftest import SAMPLE_POLICIES, free_port
+from assistant.web.ui import build_demo
+from tests.conftest import free_port
+from tests.served_ui import demo_launched
 from tests.ui_fakes import FakeService
 
 USER = ("ann", "pw-123")
@@ -98,11 +98,8 @@ class Served:
 def served() -> Iterator[Served]:
     settings = Settings(ui=UISettings(port=free_port(), auth=(USER,)))
     demo = build_demo(FakeService(), settings=settings)
-    url = launch(demo, settings=settings, viewer=DocumentViewer(roots=[SAMPLE_POLICIES]))
-    try:
-        yield Served(url.rstrip("/"), demo.app)
-    finally:
-        demo.close()
+    with demo_launched(demo, settings) as url:
+        yield Served(url, demo.app)
 
 
 def routes(app: Any) -> Iterator[tuple[str, str]]:

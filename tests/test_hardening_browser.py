@@ -24,12 +24,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from assistant.config import LLMSettings, Settings, StoreSettings, UISettings
-from assistant.index.ingest import ingest
-from assistant.web.app import build_app
-from tests.chromium import CHROMIUM, LAUNCH_ARGS, browser_marks
-from tests.conftest import FakeEmbedder, free_port
-from tests.openai_server import FakeOpenAIServer, Reply
+from tests.chromium import browser_marks, launched_chromium, open_page
+from tests.openai_server import Reply
+from tests.served_ui import Served, ask_and_wait, behind_fake_model
 
 HOSTILE = Path(__file__).parent / "fixtures" / "hostile"
 QUESTION = "When must receipts for expense claims be submitted?"
@@ -48,12 +45,6 @@ PAYLOAD_ANSWER = (
 pytestmark = browser_marks
 
 
-@dataclass
-class Served:
-    url: str
-    server: FakeOpenAIServer
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     pytest.importorskip("playwright.sync_api")
@@ -63,20 +54,10 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     for name in ("script-payloads.md", "script-payloads.html", "ok.md"):
         shutil.copy(HOSTILE / name, docs / name)
     reply = Reply(text=PAYLOAD_ANSWER, chunk_chars=9, delay=0.01)
-    with FakeOpenAIServer(default=reply) as server:
-        settings = Settings(
-            store=StoreSettings(path=base / "index"),
-            llm=LLMSettings(base_url=server.base_url, api_key="test", timeout=10),
-            ui=UISettings(port=free_port()),
-        )
-        report = ingest([docs], settings=settings, embedder=FakeEmbedder())
-        assert not report.problems, report.problems
-        app = build_app(settings, doc_roots=[docs], embedder=FakeEmbedder())
-        url = app.launch()
-        try:
-            yield Served(url.rstrip("/"), server)
-        finally:
-            app.demo.close()
+    with behind_fake_model(
+        base / "index", docs, reply=reply, expect_clean=True, timeout=10
+    ) as served:
+        yield served
 
 
 @dataclass
@@ -88,26 +69,18 @@ class Watched:
 
 @pytest.fixture
 def watched(served: Served) -> Iterator[Watched]:
-    from playwright.sync_api import sync_playwright
+    with launched_chromium() as browser:
+        context = browser.new_context()
+        result = Watched(open_page(context))
 
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        try:
-            context = browser.new_context()
-            page = context.new_page()
-            page.set_default_timeout(20_000)
-            result = Watched(page)
+        def on_dialog(dialog: Any) -> None:
+            result.dialogs.append(dialog.message)
+            dialog.dismiss()
 
-            def on_dialog(dialog: Any) -> None:
-                result.dialogs.append(dialog.message)
-                dialog.dismiss()
-
-            # Context-wide, so requests from iframes and popups count too.
-            context.on("request", lambda request: result.requests.append(request.url))
-            page.on("dialog", on_dialog)
-            yield result
-        finally:
-            browser.close()
+        # Context-wide, so requests from iframes and popups count too.
+        context.on("request", lambda request: result.requests.append(request.url))
+        result.page.on("dialog", on_dialog)
+        yield result
 
 
 def _pwned(page: Any) -> object:
@@ -126,12 +99,8 @@ def _foreign(requests: list[str], own_url: str) -> list[str]:
 def test_payloads_in_answer_sources_and_viewer_never_run(served: Served, watched: Watched) -> None:
     page = watched.page
     page.goto(served.url + "/", wait_until="load")
-    box = page.locator("textarea").first
-    box.fill(QUESTION)
-    box.press("Enter")
-
+    ask_and_wait(page, QUESTION)
     page.locator(".bot").first.get_by_text("thirty days", exact=False).first.wait_for()
-    page.locator(".message-wrap").get_by_text("Trace", exact=True).first.wait_for()
     # A short cited answer's Sources start collapsed under a one-line summary.
     sources = page.locator(".message-wrap .thought-group .title").filter(
         has_text=re.compile(r"Sources|\d sources?: ")

@@ -28,9 +28,9 @@ from assistant.embeddings.factory import make_embedder
 from assistant.index.ingest import ingest
 from assistant.index.reader import IndexReader
 from assistant.protocols import Embedder
-from assistant.web.app import build_app
 from tests.conftest import INGEST, ROOT, ChromaServer, free_port, run_ingest
 from tests.openai_server import FakeOpenAIServer, Reply
+from tests.served_ui import launched
 
 CITE_ALL = Reply(text="See [1] [2] [3] [4].", chunk_chars=6)
 
@@ -77,12 +77,8 @@ def ask(client: Client, question: str) -> str:
 
 @contextlib.contextmanager
 def serving(settings: Settings, docs: Path, embedder: Embedder) -> Iterator[Client]:
-    app = build_app(settings, doc_roots=[docs], embedder=embedder)
-    url = app.launch()
-    try:
-        yield Client(url, verbose=False)
-    finally:
-        app.demo.close()
+    with launched(settings, docs, ingest_first=False, embedder=embedder) as app:
+        yield Client(app.url, verbose=False)
 
 
 class Asker(threading.Thread):

@@ -34,9 +34,9 @@ from assistant.index.ingest import ingest
 from assistant.index.reader import IndexReader
 from assistant.retrieval.retriever import Retriever
 from assistant.tokens import get_tokenizer
-from assistant.web.app import build_app
 from tests.conftest import ROOT, FakeEmbedder, free_port
 from tests.openai_server import FakeOpenAIServer, Reply
+from tests.served_ui import launched
 
 HOSTILE = Path(__file__).parent / "fixtures" / "hostile"
 QUESTION = "What is the per diem allowance for staff travel?"
@@ -260,12 +260,8 @@ def served(corpus: Corpus) -> Iterator[Served]:
     (corpus.settings.store.path / "planted.md").write_text(secret)
     (corpus.docs / ".hidden.md").write_text(secret)
     (corpus.docs / "late.md").write_text(secret)
-    app = build_app(corpus.settings, doc_roots=[corpus.docs], embedder=FakeEmbedder())
-    url = app.launch()
-    try:
-        yield Served(url.rstrip("/"), corpus)
-    finally:
-        app.demo.close()
+    with launched(corpus.settings, corpus.docs, ingest_first=False) as app:
+        yield Served(app.url, corpus)
 
 
 def _get(url: str) -> tuple[int, bytes]:

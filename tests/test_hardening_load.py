@@ -21,11 +21,9 @@ from typing import Any
 import pytest
 from gradio_client import Client
 
-from assistant.config import LLMSettings, Settings, StoreSettings, UISettings
-from assistant.index.ingest import ingest
-from assistant.web.app import build_app
-from tests.conftest import FakeEmbedder, free_port
-from tests.openai_server import FakeOpenAIServer, Reply
+from tests.conftest import FakeEmbedder
+from tests.openai_server import Reply
+from tests.served_ui import Served, behind_fake_model
 
 logger = logging.getLogger(__name__)
 
@@ -62,12 +60,6 @@ def reply_for(body: dict[str, Any]) -> Reply:
     return Reply(text=f"Answer for ticket-{mine} [1].", chunk_chars=4, delay=0.01)
 
 
-@dataclass
-class Served:
-    url: str
-    server: FakeOpenAIServer
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     base = tmp_path_factory.mktemp("load")
@@ -78,23 +70,18 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
             f"# Rule {topic(n)}\n\n## Details\n\nThe {topic(n)} rule: members asking about "
             f"{topic(n)} receive benefit number {n} after review.\n"
         )
-    with FakeOpenAIServer(handler=reply_for) as server:
-        settings = Settings(
-            store=StoreSettings(path=base / "index"),
-            # The fake echoes tickets no source holds: grounded only would withhold them,
-            # and this file checks who gets which answer, not grounding.
-            llm=LLMSettings(
-                base_url=server.base_url, api_key="test", timeout=2, grounded_only=False
-            ),
-            ui=UISettings(port=free_port(), concurrency=USERS),
-        )
-        ingest([docs], settings=settings, embedder=FakeEmbedder(1024))
-        app = build_app(settings, doc_roots=[docs], embedder=FakeEmbedder(1024))
-        url = app.launch()
-        try:
-            yield Served(url, server)
-        finally:
-            app.demo.close()
+    with behind_fake_model(
+        base / "index",
+        docs,
+        handler=reply_for,
+        ui={"concurrency": USERS},
+        embedder=FakeEmbedder(1024),
+        timeout=2,
+        # The fake echoes tickets no source holds: grounded only would withhold them,
+        # and this file checks who gets which answer, not grounding.
+        grounded_only=False,
+    ) as served:
+        yield served
 
 
 @dataclass
@@ -186,12 +173,12 @@ def test_model_faults_end_the_chat_with_a_clear_message_in_bounded_time(
 
 def test_cancelled_job_closes_the_upstream_request(served: Served) -> None:
     client = Client(served.url, verbose=False)
-    before = len(served.server.streams)
+    before = len(served.model.streams)
     job = client.submit(question(2, "FAULT-endless"), [], [], 1, api_name="/chat")
     deadline = time.monotonic() + 20
-    while len(served.server.streams) <= before and time.monotonic() < deadline:
+    while len(served.model.streams) <= before and time.monotonic() < deadline:
         time.sleep(0.05)
-    stream = served.server.streams[before]
+    stream = served.model.streams[before]
     time.sleep(0.5)
 
     job.cancel()

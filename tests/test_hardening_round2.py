@@ -42,16 +42,15 @@ from assistant.index.ingest import ingest
 from assistant.index.plan import doc_key
 from assistant.index.reader import IndexReader
 from assistant.types import Answer, Citation, SearchFilters
-from assistant.web.app import build_app
 from assistant.web.format import doc_link, sources_markdown
-from assistant.web.ui import build_demo, launch, make_responder
-from assistant.web.viewer import DocumentViewer
-from tests.chromium import CHROMIUM, LAUNCH_ARGS
-from tests.conftest import ROOT, free_port, run_ingest
+from assistant.web.ui import build_demo, make_responder
+from tests.chromium import CHROMIUM, launched_chromium
+from tests.conftest import ROOT, free_port, run_ingest, run_python
 from tests.conftest import FakeEmbedder as ConftestEmbedder
 from tests.hit_factory import make_hit
 from tests.retrieval_helpers import FakeEmbedder as HelperEmbedder
 from tests.retrieval_helpers import make_retriever, make_snapshot, policy_corpus
+from tests.served_ui import app_settings, demo_launched, launched
 from tests.ui_fakes import FakeService
 
 # ---------------------------------------------------------------------------
@@ -230,11 +229,8 @@ def test_a_lone_surrogate_in_a_ui_question_reaches_the_service_as_valid_unicode(
     service = FakeService()
     settings = Settings(ui=UISettings(port=free_port()))
     demo = build_demo(service, settings=settings, sources=[("loan-policy.md", "Loan Policy")])
-    url = launch(demo, settings=settings, viewer=DocumentViewer(roots=[ROOT / "data" / "policies"]))
-    try:
+    with demo_launched(demo, settings) as url:
         events = call_chat(url, ["loan \ud800 rate", [], [], 3])
-    finally:
-        demo.close()
     assert "event: complete" in events
     (call,) = service.calls
     call.question.encode("utf-8")
@@ -245,11 +241,11 @@ def call_chat(url: str, data: list[object]) -> str:
     """POST to Gradio's ``/call/chat`` with ASCII-escaped JSON; return the event stream."""
     body = json.dumps({"data": data}).encode("ascii")
     request = urllib.request.Request(
-        url + "gradio_api/call/chat", data=body, headers={"Content-Type": "application/json"}
+        url + "/gradio_api/call/chat", data=body, headers={"Content-Type": "application/json"}
     )
     with urllib.request.urlopen(request, timeout=30) as response:
         event_id = json.load(response)["event_id"]
-    with urllib.request.urlopen(url + f"gradio_api/call/chat/{event_id}", timeout=60) as stream:
+    with urllib.request.urlopen(url + f"/gradio_api/call/chat/{event_id}", timeout=60) as stream:
         return str(stream.read().decode("utf-8"))
 
 
@@ -362,11 +358,8 @@ def filter_app() -> Iterator[tuple[str, FakeService, list[tuple[str, str]]]]:
         tags=list(tags),
         catalog=lambda user: (sources, tags + (["hr"] if len(sources) > 1 else [])),
     )
-    url = launch(demo, settings=settings, viewer=DocumentViewer(roots=[ROOT / "data" / "policies"]))
-    try:
+    with demo_launched(demo, settings) as url:
         yield url, service, sources
-    finally:
-        demo.close()
 
 
 def test_api_clients_can_filter_on_a_document_ingested_after_start_up(
@@ -562,15 +555,7 @@ ingest([Path(sys.argv[1])], settings=settings, embedder=FakeEmbedder())
 
 
 def ingest_in_child(docs: Path, index: Path, mode: str) -> int:
-    done = subprocess.run(
-        [sys.executable, "-c", KILL_IN_COMMIT, str(docs), str(index), mode],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    return done.returncode
+    return run_python(KILL_IN_COMMIT, str(docs), str(index), mode).returncode
 
 
 def committed_generation(index: Path) -> str:
@@ -789,17 +774,13 @@ def odd_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Pat
     base = tmp_path_factory.mktemp("odd")
     docs = write_docs(base / "docs", ODD_NAMES)
     (docs / "draft:secret.md").write_text("# Draft\n\nNever indexed.\n", encoding="utf-8")
-    settings = Settings(store=StoreSettings(path=base / "idx"), ui=UISettings(port=free_port()))
+    settings = app_settings(base / "idx")
     report = ingest(
         [docs / name for name in ODD_NAMES], settings=settings, embedder=ConftestEmbedder()
     )
     assert not report.problems
-    app = build_app(settings, doc_roots=[docs], embedder=ConftestEmbedder())
-    url = app.launch().rstrip("/")
-    try:
-        yield url, docs
-    finally:
-        app.demo.close()
+    with launched(settings, docs, ingest_first=False) as served:
+        yield served.url, docs
 
 
 def viewer_status(url: str) -> tuple[int, str]:
@@ -842,17 +823,12 @@ def test_names_with_colons_or_backslashes_outside_the_catalog_stay_refused(
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is missing")
 def test_chromium_opens_the_viewer_links_of_odd_names(odd_app: tuple[str, Path]) -> None:
     """D13 in the real browser: Chromium follows each link as the Sources panel writes it."""
-    sync_api = pytest.importorskip("playwright.sync_api")
     url, _ = odd_app
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        try:
-            page = browser.new_page()
-            for source, text in ODD_NAMES.items():
-                link = doc_link(make_hit(1, "x", source=source, anchor="top"))
-                response = page.goto(url + link, wait_until="load")
-                assert response is not None
-                assert response.status == 200, (source, link)
-                assert text.splitlines()[2] in page.inner_text("body")
-        finally:
-            browser.close()
+    with launched_chromium() as browser:
+        page = browser.new_page()
+        for source, text in ODD_NAMES.items():
+            link = doc_link(make_hit(1, "x", source=source, anchor="top"))
+            response = page.goto(url + link, wait_until="load")
+            assert response is not None
+            assert response.status == 200, (source, link)
+            assert text.splitlines()[2] in page.inner_text("body")

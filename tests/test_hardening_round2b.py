@@ -9,8 +9,6 @@ from __future__ import annotations
 import json
 import random
 import re
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,19 +23,18 @@ from assistant.answering.llm import LENGTH_NOTE, TIME_NOTE, OpenAIChat
 from assistant.answering.rewrite import Rewrite
 from assistant.answering.safety import SafeStream
 from assistant.answering.service import STREAM_FAILED, AnswerRun, Assistant
-from assistant.config import LLMSettings, Settings, StoreSettings, UISettings
+from assistant.config import LLMSettings, Settings, StoreSettings
 from assistant.errors import ConfigError
-from assistant.index.ingest import ingest
 from assistant.index.reader import IndexReader
 from assistant.tokens import get_tokenizer
 from assistant.types import ANONYMOUS, Hit, SearchFilters, SearchResult, User
-from assistant.web.app import build_app
 from assistant.web.ui import make_responder
-from tests.chromium import CHROMIUM, LAUNCH_ARGS
-from tests.conftest import ROOT, free_port
+from tests.chromium import CHROMIUM, launched_chromium, open_page
 from tests.conftest import FakeEmbedder as ConftestEmbedder
+from tests.conftest import run_python
 from tests.hit_factory import make_hit
 from tests.openai_server import FakeOpenAIServer, Reply
+from tests.served_ui import ask_and_wait, behind_fake_model
 
 # ---------------------------------------------------------------------------
 # D9: a reader after a crashed ingest serves one version of each document
@@ -67,15 +64,7 @@ def _is_sources(message: Any) -> bool:
 
 
 def _ingest_child(docs: Path, index: Path, mode: str) -> int:
-    done = subprocess.run(
-        [sys.executable, "-c", KILL_AT_FIRST_DELETE, str(docs), str(index), mode],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    return done.returncode
+    return run_python(KILL_AT_FIRST_DELETE, str(docs), str(index), mode).returncode
 
 
 def _rule(word: str, n: int) -> str:
@@ -383,24 +372,18 @@ def hostile_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     )
     answer = "\n\n".join(["Contact travel booking [1].", *HOSTILE_TEXTS, *_random_hostile(80)])
     reply = Reply(text=answer, chunk_chars=23)
-    with FakeOpenAIServer(default=reply) as server:
-        settings = Settings(
-            store=StoreSettings(path=base / "index"),
-            # The hostile text must reach the page to prove it is neutralised there;
-            # grounded only would withhold most of it before display.
-            llm=LLMSettings(
-                base_url=server.base_url, api_key="t", max_tokens=8000, grounded_only=False
-            ),
-            ui=UISettings(port=free_port()),
-        )
-        report = ingest([docs], settings=settings, embedder=ConftestEmbedder())
-        assert not report.problems, report.problems
-        app = build_app(settings, doc_roots=[docs], embedder=ConftestEmbedder())
-        url = app.launch()
-        try:
-            yield url.rstrip("/")
-        finally:
-            app.demo.close()
+    with behind_fake_model(
+        base / "index",
+        docs,
+        reply=reply,
+        expect_clean=True,
+        api_key="t",
+        max_tokens=8000,
+        # The hostile text must reach the page to prove it is neutralised there;
+        # grounded only would withhold most of it before display.
+        grounded_only=False,
+    ) as served:
+        yield served.url
 
 
 @pytest.mark.browser
@@ -408,31 +391,18 @@ def hostile_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def test_no_message_holds_a_link_to_another_host_or_mailto(hostile_app: str) -> None:
     """D2: model output (a table and 80 random mixes), document text in Sources and
     titles in the no-match list, rendered by Gradio in Chromium: no foreign <a>."""
-    from playwright.sync_api import sync_playwright
-
     own = urlsplit(hostile_app).netloc
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        try:
-            page = browser.new_page()
-            page.set_default_timeout(30_000)
-            page.goto(hostile_app + "/", wait_until="load")
-            box = page.locator("textarea").first
-            for number, question in enumerate(
-                ("Who do I contact for travel booking questions?", "dog grooming schedule cats"),
-                start=1,
-            ):
-                box.fill(question)
-                box.press("Enter")
-                traces = page.locator(".message-wrap").get_by_text("Trace", exact=True)
-                traces.nth(number - 1).wait_for()
-            page.wait_for_timeout(500)
-            text = page.locator(".message-wrap").inner_text()
-            hrefs = page.locator(".message-wrap a[href]").evaluate_all(
-                "els => els.map(e => e.href)"
-            )
-        finally:
-            browser.close()
+    with launched_chromium() as browser:
+        page = open_page(browser, timeout_ms=30_000)
+        page.goto(hostile_app + "/", wait_until="load")
+        for question in (
+            "Who do I contact for travel booking questions?",
+            "dog grooming schedule cats",
+        ):
+            ask_and_wait(page, question)
+        page.wait_for_timeout(500)
+        text = page.locator(".message-wrap").inner_text()
+        hrefs = page.locator(".message-wrap a[href]").evaluate_all("els => els.map(e => e.href)")
     assert "www.evil.example/www?q=SECRET" in text, "the model's text was not shown"
     assert "booking@evil.example" in text, "the document's text was not in Sources"
     assert "do not appear to cover" in text, "no no-match answer"
@@ -456,29 +426,18 @@ def test_four_looping_answers_do_not_block_a_fifth_user_past_the_budget(tmp_path
             return Reply(text="Staff get 25 days [1]. ", endless=True, delay=0.05)
         return Reply(text="Staff get 25 days of annual leave [1].")
 
-    with FakeOpenAIServer(handler=reply) as server:
-        settings = Settings(
-            store=StoreSettings(path=tmp_path / "index"),
-            llm=LLMSettings(base_url=server.base_url, api_key="t", total_timeout=3),
-            ui=UISettings(port=free_port(), concurrency=4),
-        )
-        ingest([docs], settings=settings, embedder=ConftestEmbedder())
-        app = build_app(settings, doc_roots=[docs], embedder=ConftestEmbedder())
-        url = app.launch()
-        try:
-            client = Client(url, verbose=False)
-            client.predict("annual leave days", [], [], 3, api_name="/chat")  # index loaded
-            loops = [
-                client.submit("annual leave loop", [], [], 3, api_name="/chat") for _ in range(4)
-            ]
-            time.sleep(1.0)
-            started = time.monotonic()
-            fifth = client.submit("annual leave days", [], [], 3, api_name="/chat")
-            result = fifth.result(timeout=30)
-            waited = time.monotonic() - started
-            for job in loops:
-                job.result(timeout=30)
-        finally:
-            app.demo.close()
+    with behind_fake_model(
+        tmp_path / "index", docs, handler=reply, ui={"concurrency": 4}, api_key="t", total_timeout=3
+    ) as served:
+        client = Client(served.url, verbose=False)
+        client.predict("annual leave days", [], [], 3, api_name="/chat")  # index loaded
+        loops = [client.submit("annual leave loop", [], [], 3, api_name="/chat") for _ in range(4)]
+        time.sleep(1.0)
+        started = time.monotonic()
+        fifth = client.submit("annual leave days", [], [], 3, api_name="/chat")
+        result = fifth.result(timeout=30)
+        waited = time.monotonic() - started
+        for job in loops:
+            job.result(timeout=30)
     assert "25 days of annual leave" in json.dumps(result)
     assert waited <= 3 + 3, waited  # one budget (less the head start), plus slack

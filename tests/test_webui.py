@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import socket
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,17 +17,10 @@ from assistant.config import Settings, UISettings
 from assistant.errors import IndexNotFoundError, LLMError
 from assistant.types import MAX_TURN_CHARS, MAX_TURNS, SearchFilters
 from assistant.web.format import history_to_turns
-from assistant.web.ui import build_demo, launch, make_responder
-from assistant.web.viewer import DocumentViewer
+from assistant.web.ui import build_demo, make_responder
+from tests.conftest import free_port
+from tests.served_ui import demo_launched
 from tests.ui_fakes import FakeService, loan_hit, wait_for
-
-SAMPLE = Path(__file__).resolve().parent.parent / "data" / "policies"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass
@@ -54,11 +45,8 @@ def running(service: FakeService) -> Iterator[Running]:
         sources=[("loan-policy.md", "Loan Policy"), ("hr/leave-policy.md", "Leave Policy")],
         tags=["loans", "hr"],
     )
-    url = launch(demo, settings=settings, viewer=DocumentViewer(roots=[SAMPLE]))
-    try:
+    with demo_launched(demo, settings) as url:
         yield Running(url, service, Client(url, verbose=False))
-    finally:
-        demo.close()
 
 
 def ask(client: Client, question: str, *args: Any) -> tuple[list[Any], list[dict[str, Any]]]:
@@ -149,7 +137,7 @@ def test_cancelling_a_job_closes_the_answer_stream(running: Running) -> None:
 
 
 def test_document_route_serves_sections_with_a_strict_csp(running: Running) -> None:
-    with urllib.request.urlopen(running.url + "doc/loan-policy.md") as response:
+    with urllib.request.urlopen(running.url + "/doc/loan-policy.md") as response:
         body = response.read().decode()
         headers = response.headers
 
@@ -161,25 +149,22 @@ def test_document_route_serves_sections_with_a_strict_csp(running: Running) -> N
 @pytest.mark.parametrize("path", ["doc/../pyproject.toml", "doc/%2e%2e/pyproject.toml", "doc/.env"])
 def test_document_route_refuses_escapes(running: Running, path: str) -> None:
     with pytest.raises(urllib.error.HTTPError) as info:
-        urllib.request.urlopen(running.url + path)
+        urllib.request.urlopen(running.url + "/" + path)
     assert info.value.code == 404
 
 
 def test_login_is_required_when_auth_is_configured(service: FakeService) -> None:
     settings = Settings(ui=UISettings(port=free_port(), auth=(("ann", "pw-123"),)))
     demo = build_demo(service, settings=settings)
-    url = launch(demo, settings=settings, viewer=DocumentViewer(roots=[SAMPLE]))
-    try:
+    with demo_launched(demo, settings) as url:
         with pytest.raises(urllib.error.HTTPError) as info:
-            urllib.request.urlopen(url + "doc/loan-policy.md")
+            urllib.request.urlopen(url + "/doc/loan-policy.md")
         assert info.value.code == 401
         with pytest.raises(ValueError, match=r"(?i)login|auth|credentials"):
             Client(url, auth=("ann", "wrong"), verbose=False)
         client = Client(url, auth=("ann", "pw-123"), verbose=False)
         _, final = ask(client, "Loans?")
         assert final[0]["content"] == "Emergency loans cost 12% a year [1]."
-    finally:
-        demo.close()
 
 
 def test_responder_passes_the_history_as_bounded_turns(service: FakeService) -> None:
