@@ -31,6 +31,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -113,7 +114,9 @@ def answer_flags(result: Result, which: str) -> dict[str, bool]:
     return out
 
 
-def changes(before: dict[str, Any], after: dict[str, Any]) -> tuple[list[str], list[str], float]:
+def changes(
+    before: Mapping[str, float], after: Mapping[str, float]
+) -> tuple[list[str], list[str], float]:
     """Return the ids that got worse and better, and the net change in questions."""
     lost = sorted(k for k in before if float(after[k]) < float(before[k]))
     gained = sorted(k for k in before if float(after[k]) > float(before[k]))
@@ -156,7 +159,7 @@ def report(sets: list[EvalSet], results: dict[tuple[str, str], Result]) -> None:
     verdict = True
     for one in sets:
         old, new = results[one.name, "packaged"], results[one.name, "dynamic"]
-        pairs = {
+        pairs: dict[str, tuple[Mapping[str, float], Mapping[str, float]]] = {
             "recall@5": (recall5(old), recall5(new)),
             "figures": (answer_flags(old, "figures"), answer_flags(new, "figures")),
             "gold phrase": (answer_flags(old, "phrase"), answer_flags(new, "phrase")),
