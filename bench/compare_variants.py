@@ -80,7 +80,19 @@ def measure(one: EvalSet, variant: str, work: Path) -> Result:
     run(["-m", "assistant", "eval", *base], env=env, out=ranking)
     run(["-m", "assistant", "eval", "--answers", *base], env=env, out=answers)
     print(f"  {one.name} {variant}: ingest {ingest_s:.0f} s", flush=True)
-    return Result(_read(ranking), _read(answers)["assistant"], ingest_s)
+    (work / f"{one.name}-{variant}-ingest-seconds").write_text(f"{ingest_s:.1f}\n")
+    return reread(one, variant, work)
+
+
+def reread(one: EvalSet, variant: str, work: Path) -> Result:
+    """Read a finished measurement's reports back from ``work``."""
+    stem = f"{one.name}-{variant}"
+    seconds = work / f"{stem}-ingest-seconds"
+    return Result(
+        _read(work / f"{stem}-ranking.json"),
+        _read(work / f"{stem}-answers.json")["assistant"],
+        float(seconds.read_text()) if seconds.exists() else float("nan"),
+    )
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -97,7 +109,7 @@ def recall5(result: Result) -> dict[str, float]:
     for q in result.ranking["questions"]:
         ranks = q["found_ranks"]
         if q["kind"] != "unanswerable" and ranks:
-            out[q["id"]] = sum(isinstance(r, int) and r <= 5 for r in ranks) / len(ranks)
+            out[q["id"]] = sum(0 < r <= 5 for r in ranks) / len(ranks)  # 0: not found
     return out
 
 
@@ -182,6 +194,9 @@ def main() -> None:
         type=Path,
         default=ROOT.parent / "shared" / "corpora" / "github-site-policy" / "Policies",
     )
+    parser.add_argument(
+        "--report-only", action="store_true", help="re-read the reports in --out, run nothing"
+    )
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     sets = [
@@ -189,7 +204,8 @@ def main() -> None:
         EvalSet("dev", args.dev_corpus, ROOT / "data" / "eval" / "github-site-policy.jsonl"),
     ]
     started = time.perf_counter()
-    results = {(s.name, v): measure(s, v, args.out) for s in sets for v in VARIANTS}
+    work = reread if args.report_only else measure
+    results = {(s.name, v): work(s, v, args.out) for s in sets for v in VARIANTS}
     report(sets, results)
     with open("/proc/loadavg", encoding="ascii") as f:
         load = " ".join(f.read().split()[:3])

@@ -147,8 +147,9 @@ def _two_ingests(root: Path, index: Path, embedder: Embedder, *, profile: bool) 
 
 
 def model_child(root: Path, index: Path, profile: bool) -> IngestRun:
-    """Ingest ``root`` twice with the configured (real) embedder."""
-    return _two_ingests(root, index, make_embedder(Settings().embedding), profile=profile)
+    """Ingest ``root`` twice with the packaged local model (the shipped int8 file)."""
+    embedder = make_embedder(EmbeddingSettings(variant="packaged"))
+    return _two_ingests(root, index, embedder, profile=profile)
 
 
 def dynamic_child(root: Path, index: Path, profile: bool) -> IngestRun:
