@@ -293,19 +293,28 @@ def test_unknown_variant_is_rejected() -> None:
         Settings.from_env({"ASSISTANT_EMBEDDING_VARIANT": "bogus"})
 
 
-def test_variant_comes_from_the_environment(
+def test_the_default_is_the_dynamic_copy_and_packaged_is_selectable(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # the copy is built on first use
-    settings_ = Settings.from_env({"ASSISTANT_EMBEDDING_VARIANT": "dynamic"})
-    assert ":int8-dynamic:" in make_embedder(settings_.embedding).identity
-    assert list((tmp_path / "policy-assistant").glob("*.onnx"))
+    default = make_embedder(Settings.from_env({}).embedding)
+    packaged = Settings.from_env({"ASSISTANT_EMBEDDING_VARIANT": "packaged"})
+
+    assert ":int8-dynamic:" in default.identity
+    (built,) = (tmp_path / "policy-assistant").glob("*.onnx")
+    assert default.identity.endswith(_short_sha(built))
+    assert make_embedder(packaged.embedding).identity == "local:all-MiniLM-L6-v2:int8"
+
+
+def test_xdg_cache_home_is_a_temporary_directory_in_tests() -> None:
+    # The default embedder writes its model copy there: never into the user's home.
+    assert not default_cache_dir().is_relative_to(Path.home() / ".cache")
 
 
 def test_factory_shares_one_embedder_per_settings() -> None:
     first = make_embedder(EmbeddingSettings())
     assert make_embedder(EmbeddingSettings()) is first
-    assert make_embedder(EmbeddingSettings(variant="dynamic")) is not first
+    assert make_embedder(EmbeddingSettings(variant="packaged")) is not first
 
 
 def _run_python(code: str) -> subprocess.CompletedProcess[str]:
