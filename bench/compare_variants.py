@@ -113,6 +113,12 @@ def recall5(result: Result) -> dict[str, float]:
     return out
 
 
+def ranking_flagged(result: Result) -> dict[str, bool]:
+    """Per unanswerable question: did the search say "no good match"?"""
+    questions = result.ranking["questions"]
+    return {q["id"]: bool(q["no_good_match"]) for q in questions if q["kind"] == "unanswerable"}
+
+
 def answer_flags(result: Result, which: str) -> dict[str, bool]:
     """Per question: ``figures`` all stated, ``phrase`` gold phrase present, ``flagged``."""
     out: dict[str, bool] = {}
@@ -176,6 +182,7 @@ def report(sets: list[EvalSet], results: dict[tuple[str, str], Result]) -> None:
             "figures": (answer_flags(old, "figures"), answer_flags(new, "figures")),
             "gold phrase": (answer_flags(old, "phrase"), answer_flags(new, "phrase")),
             "flagged": (answer_flags(old, "flagged"), answer_flags(new, "flagged")),
+            "no-match": (ranking_flagged(old), ranking_flagged(new)),
         }
         for label, (before, after) in pairs.items():
             lost, gained, net = changes(before, after)
