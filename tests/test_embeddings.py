@@ -242,6 +242,7 @@ def _search(index: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str
     )
 
 
+@pytest.mark.timeout(600)  # three processes that each load a model
 def test_an_index_is_never_searched_with_another_variant_or_copy(tmp_path: Path) -> None:
     docs, index, cache = tmp_path / "docs", tmp_path / "index", tmp_path / "cache"
     docs.mkdir()
@@ -252,7 +253,6 @@ def test_an_index_is_never_searched_with_another_variant_or_copy(tmp_path: Path)
     assert run_ingest(str(docs), "--index", str(index), env=dynamic).returncode == 0
     (built,) = (cache / "policy-assistant").iterdir()
     built_as = f"local:all-MiniLM-L6-v2:int8-dynamic:{_short_sha(built)}"
-    assert "21 days" in _search(index, dynamic).stdout
 
     packaged = _search(index, {"ASSISTANT_EMBEDDING_VARIANT": "packaged"})
     # A copy built by another onnxruntime: same name, other bytes (here the packaged file).
@@ -293,15 +293,13 @@ def test_unknown_variant_is_rejected() -> None:
         Settings.from_env({"ASSISTANT_EMBEDDING_VARIANT": "bogus"})
 
 
-def test_the_default_is_the_dynamic_copy_and_packaged_is_selectable(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # the copy is built on first use
+def test_the_default_is_the_dynamic_copy_and_packaged_is_selectable() -> None:
     default = make_embedder(Settings.from_env({}).embedding)
     packaged = Settings.from_env({"ASSISTANT_EMBEDDING_VARIANT": "packaged"})
 
     assert ":int8-dynamic:" in default.identity
-    (built,) = (tmp_path / "policy-assistant").glob("*.onnx")
+    # Built on first use into the session's cache (conftest's XDG_CACHE_HOME).
+    (built,) = default_cache_dir().glob("*.onnx")
     assert default.identity.endswith(_short_sha(built))
     assert make_embedder(packaged.embedding).identity == "local:all-MiniLM-L6-v2:int8"
 
