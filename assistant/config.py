@@ -15,7 +15,7 @@ ASSISTANT_EMBEDDING            ``local`` (default) or ``openai``
 ASSISTANT_EMBEDDING_MODEL      model name for the ``openai`` backend
 ASSISTANT_EMBEDDING_BASE_URL   OpenAI-compatible embeddings endpoint
 ASSISTANT_EMBEDDING_API_KEY    its key (falls back to OPENAI_API_KEY)
-ASSISTANT_EMBEDDING_VARIANT    local model: ``dynamic`` (default, a cached copy) or ``packaged``
+ASSISTANT_EMBEDDING_VARIANT    local model file: ``packaged`` (default) or ``dynamic``
 ASSISTANT_CHUNK_TOKENS         chunk budget in tiktoken tokens, heading path included
 ASSISTANT_CHUNK_OVERLAP        overlap as a fraction of the chunk budget
 ASSISTANT_TOP_K                results per question
@@ -181,9 +181,7 @@ class EmbeddingSettings:
     base_url: str = ""
     api_key: str = ""
     batch_size: int = 64
-    # The int8-compute copy: ~2x the ingest rate, quality within a question on both
-    # eval sets (docs/embedding-model.md); ``packaged`` needs no writable cache.
-    variant: str = "dynamic"
+    variant: str = "packaged"
 
     def __post_init__(self) -> None:
         if self.variant not in ("packaged", "dynamic"):

@@ -37,12 +37,4 @@ fi
 .venv/bin/python -m pip install --quiet --quiet --no-compile -c requirements.lock -e ".[$extras]"
 rm -f .venv/.installed-*
 touch ".venv/.installed-$hash-$want"
-# The default embedder is a quantized copy of the packaged model, made once into
-# $XDG_CACHE_HOME/policy-assistant; build it now rather than on the first ingest.
-say "preparing the embedding model..."
-.venv/bin/python -c 'import os
-from assistant.config import Settings
-from assistant.embeddings import make_embedder
-make_embedder(Settings.from_env(os.environ).embedding).count_tokens(["set-up"])' ||
-  say "could not prepare the embedding model now; it is built on first use"
 say "installed in $((SECONDS - started)) s"

@@ -35,18 +35,6 @@ def run_ingest(*args: str, env: dict[str, str] | None = None) -> subprocess.Comp
     )
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _xdg_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """One cache per session: the default embedder builds its model copy here, not in ~.
-
-    Session-scoped, so module fixtures that ingest with the real model see it too.
-    """
-    path = tmp_path_factory.mktemp("xdg-cache")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("XDG_CACHE_HOME", str(path))
-        yield path
-
-
 @pytest.fixture(autouse=True)
 def _clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
     """Keep the developer's own configuration out of every test."""

@@ -1,6 +1,6 @@
 """The OpenAI-compatible API, end to end: real uvicorn processes over a real index.
 
-The sample policies are ingested once with the default (local) embedding model; each
+The sample policies are ingested once with the packaged embedding model; each
 server is ``python -m assistant serve --api`` on a free port of 127.0.0.1, driven
 by the official ``openai`` client, raw SSE reads, and ``curl``. The model-mode
 server answers through `tests.openai_server.FakeOpenAIServer`, so the test sees

@@ -114,8 +114,6 @@ def test_setup_installs_the_extras_asked_for_and_says_so(tmp_path: Path) -> None
     log = (checkout / "pip.log").read_text()
     assert "-c requirements.lock -e .[ui,plot]" in log
     assert "[dev]" not in log
-    # ...and then builds the default embedder's cached model copy, once, at set-up.
-    assert log.count("make_embedder(Settings.from_env(os.environ).embedding)") == 1
 
 
 def test_a_dev_install_serves_start_but_an_app_install_does_not_serve_test(
