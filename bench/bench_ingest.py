@@ -16,7 +16,12 @@ On generated policy-like Markdown (``bench/corpus.py``, fixed seed, in a temp di
      the same for the whole corpus ingested with random vectors instead of the
      model, against an estimated full ingest (that run plus chunks / the
      measured embed rate); ``--profile`` profiles that unchanged re-ingest;
-  4. the child's peak RSS (``VmHWM``; ``ru_maxrss`` outside Linux) during the sub-corpus ingests.
+  4. the child's peak RSS (``VmHWM``; ``ru_maxrss`` outside Linux) during the sub-corpus ingests;
+  5. the same sub-corpus ingest with the dynamically quantized model
+     (``ASSISTANT_EMBEDDING_VARIANT=dynamic``), in the same run: its embed stage's chunks/s
+     against the packaged model's (issue 11's target: 1.5x). The copy is built first,
+     timed, into the run's temp dir (``XDG_CACHE_HOME``), so neither ingest pays for it
+     and nothing is written into the user's cache.
 
 Chunking and model rates are given per wall second and per CPU second of the
 process (all threads): on a shared machine the CPU figures are the steadier.
@@ -25,6 +30,7 @@ process (all threads): on a shared machine the CPU figures are the steadier.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import tempfile
 import time
@@ -37,7 +43,7 @@ import numpy as np
 import onnxruntime as ort
 from bench_embeddings import Ids, batched, run_batches, session, timed, tokenizer
 from corpus import write_corpus
-from ingest_runs import IngestRun, in_child, model_child, stub_child
+from ingest_runs import IngestRun, dynamic_child, in_child, model_child, stub_child
 
 from assistant.chunking.chunker import chunk_document
 from assistant.config import ChunkingSettings, EmbeddingSettings
@@ -162,6 +168,33 @@ def _chroma(sess: ort.InferenceSession, ids: Ids) -> None:
     run_batches(sess, batched(ids, 32, sort=False), MAX_INPUT_TOKENS)
 
 
+def build_dynamic(cache: Path) -> float:
+    """Build the dynamic copy into ``cache``, as a first use would; return seconds."""
+    started = time.perf_counter()
+    OnnxEmbedder(variant="dynamic", cache_dir=cache / "policy-assistant").count_tokens(["x"])
+    return time.perf_counter() - started
+
+
+def variant_rows(packaged: IngestRun, dynamic: IngestRun) -> list[tuple[str, str, str, str, str]]:
+    """The embed stage of the two sub-corpus ingests, dynamic against packaged."""
+    rows = []
+    for label, rate in (("chunks/s", _embed_wall), ("chunks/cpu-s", _embed_cpu)):
+        ours, base = rate(dynamic), rate(packaged)
+        rows.append(
+            (f"embed {label}, dynamic variant", f"{ours:.1f}", f"packaged {base:.1f}",
+             f"{ours / base:.2f}x", ">= 1.5x")
+        )  # fmt: skip
+    return rows
+
+
+def _embed_wall(run: IngestRun) -> float:
+    return run.first.chunks_written / dict(run.first.timings)["embed"]
+
+
+def _embed_cpu(run: IngestRun) -> float:
+    return run.first.chunks_written / run.embed_cpu_s
+
+
 # --- corpus and summary ---------------------------------------------------------
 
 
@@ -192,8 +225,7 @@ def summary(
 ) -> list[tuple[str, str, str, str, str]]:
     ours, lc = chunking
     bare, wrapper, chroma = models
-    embed = run.first.chunks_written / dict(run.first.timings)["embed"]
-    embed_cpu = run.first.chunks_written / run.embed_cpu_s
+    embed, embed_cpu = _embed_wall(run), _embed_cpu(run)
     share = run.second_s / run.first_s
     scale_chunks = scale.first.chunks_written
     scale_full = scale.first_s + scale_chunks / embed  # the stub's run plus the model's time
@@ -232,6 +264,7 @@ def main() -> None:
     args = parser.parse_args()
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmp:
+        os.environ["XDG_CACHE_HOME"] = str(Path(tmp, "cache"))  # the children inherit it
         root, sub = Path(tmp, "corpus"), Path(tmp, "sub")
         paths = write_corpus(root, megabytes=args.mb, seed=args.seed)
         print(f"corpus: seed {args.seed}, {len(paths)} files under {tmp}; figures are noisy")
@@ -240,12 +273,15 @@ def main() -> None:
         sub_mb = sum(p.stat().st_size for p in sub_paths) / MB
         run = in_child(model_child, sub, Path(tmp, "index"), profile=False)
         print_ingest("2-4. ingest with the model (sub-corpus)", run, sub_mb)
+        print(f"5. dynamic copy built in {build_dynamic(Path(tmp, 'cache')):.1f} s")
+        dynamic = in_child(dynamic_child, sub, Path(tmp, "index-dynamic"), profile=False)
+        print_ingest("5. ingest with the dynamic variant (sub-corpus)", dynamic, sub_mb)
         texts = [c.text for c in our_chunks(sorted(sub_paths), sub)]
         models = bench_models(texts, batch=min(EmbeddingSettings().batch_size, 64))
         scale = in_child(stub_child, root, Path(tmp, "index-stub"), profile=args.profile)
         print_ingest("3b. ingest with random vectors (whole corpus)", scale, args.mb)
     print(f"summary (model figures on the {len(texts)} sub-corpus chunks; wall-clock unless cpu):")
-    print_table(summary(chunking, run, models, scale))
+    print_table(summary(chunking, run, models, scale) + variant_rows(run, dynamic))
     print(f"total {time.perf_counter() - started:.0f} s; load average {_load()}")
 
 

@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 from bench_search import RandomQueryEmbedder
 
-from assistant.config import Settings, StoreSettings
+from assistant.config import EmbeddingSettings, Settings, StoreSettings
 from assistant.documents.loading import discover
 from assistant.embeddings.factory import make_embedder
 from assistant.index.chroma import ChromaIndex
@@ -147,8 +147,15 @@ def _two_ingests(root: Path, index: Path, embedder: Embedder, *, profile: bool) 
 
 
 def model_child(root: Path, index: Path, profile: bool) -> IngestRun:
-    """Ingest ``root`` twice with the configured (real) embedder."""
-    return _two_ingests(root, index, make_embedder(Settings().embedding), profile=profile)
+    """Ingest ``root`` twice with the packaged local model (the shipped int8 file)."""
+    embedder = make_embedder(EmbeddingSettings(variant="packaged"))
+    return _two_ingests(root, index, embedder, profile=profile)
+
+
+def dynamic_child(root: Path, index: Path, profile: bool) -> IngestRun:
+    """Ingest ``root`` twice with the dynamically quantized local model (``variant="dynamic"``)."""
+    embedder = make_embedder(EmbeddingSettings(variant="dynamic"))
+    return _two_ingests(root, index, embedder, profile=profile)
 
 
 def stub_child(root: Path, index: Path, profile: bool) -> IngestRun:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -32,6 +33,7 @@ from assistant.embeddings.factory import (
 )
 from assistant.embeddings.model_files import default_cache_dir, packaged_model_path
 from assistant.errors import ConfigError, EmbeddingError
+from tests.conftest import run_ingest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,6 +41,10 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def local() -> OnnxEmbedder:
     return OnnxEmbedder(batch_size=4)
+
+
+def _short_sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
 
 def _words(n: int) -> str:
@@ -151,9 +157,9 @@ def test_dynamic_variant_is_built_once_into_the_cache(tmp_path: Path) -> None:
 
     cosines = (packaged.embed(texts) * dynamic.embed(texts)).sum(axis=1)
 
-    assert dynamic.identity == "local:all-MiniLM-L6-v2:int8-dynamic"
     assert cosines.min() > 0.98, cosines
     (built,) = tmp_path.iterdir()  # no temporary files left behind
+    assert dynamic.identity == f"local:all-MiniLM-L6-v2:int8-dynamic:{_short_sha(built)}"
     stamp = built.stat().st_mtime_ns
     OnnxEmbedder(variant="dynamic", cache_dir=tmp_path).embed(["again"])
     assert built.stat().st_mtime_ns == stamp
@@ -168,6 +174,98 @@ def test_a_damaged_cached_variant_is_rebuilt(tmp_path: Path) -> None:
 
     assert vectors.shape == (1, 384)
     assert built.stat().st_size > 1_000_000
+
+
+def _make_read_only(path: Path) -> None:
+    """Make ``path`` unwritable for this process; root ignores modes, so also chattr +i."""
+    path.chmod(0o555)
+    if os.geteuid() != 0:
+        return
+    if subprocess.run(["chattr", "+i", str(path)], capture_output=True, check=False).returncode:
+        pytest.skip("running as root on a file system without chattr +i")
+
+
+@pytest.fixture
+def read_only_dir(tmp_path: Path) -> Iterator[Path]:
+    path = tmp_path / "read-only"
+    path.mkdir()
+    _make_read_only(path)
+    try:
+        (path / "probe").touch()
+    except OSError:
+        pass
+    else:
+        pytest.fail(f"{path} is still writable")
+    yield path
+    if os.geteuid() == 0:
+        subprocess.run(["chattr", "-i", str(path)], check=False)
+    path.chmod(0o755)
+
+
+@pytest.mark.parametrize("inside", ["", "policy-assistant"], ids=["cache-itself", "its-parent"])
+def test_an_unwritable_cache_names_the_directory(read_only_dir: Path, inside: str) -> None:
+    cache = read_only_dir / inside if inside else read_only_dir
+
+    with pytest.raises(EmbeddingError) as caught:
+        OnnxEmbedder(variant="dynamic", cache_dir=cache).embed(["annual leave"])
+
+    message = str(caught.value)
+    assert f"cannot write the dynamic embedding model into {cache} " in message
+    assert "XDG_CACHE_HOME" in message
+    assert "ASSISTANT_EMBEDDING_VARIANT=packaged" in message
+
+
+def test_a_read_only_cache_that_holds_the_copy_is_used(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    built = OnnxEmbedder(variant="dynamic", cache_dir=cache)
+    expected = built.embed(["annual leave"])
+    _make_read_only(cache)
+    try:
+        again = OnnxEmbedder(variant="dynamic", cache_dir=cache)
+        np.testing.assert_allclose(again.embed(["annual leave"]), expected, atol=1e-6)
+        assert again.identity == built.identity
+    finally:
+        if os.geteuid() == 0:
+            subprocess.run(["chattr", "-i", str(cache)], check=False)
+        cache.chmod(0o755)
+
+
+def _search(index: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "assistant", "search", "annual leave", "--index", str(index)],
+        cwd=ROOT,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.mark.timeout(600)  # three processes that each load a model
+def test_an_index_is_never_searched_with_another_variant_or_copy(tmp_path: Path) -> None:
+    docs, index, cache = tmp_path / "docs", tmp_path / "index", tmp_path / "cache"
+    docs.mkdir()
+    (docs / "leave.md").write_text(
+        "# Leave Policy\n\nEmployees receive 21 days of annual leave a year.\n", encoding="utf-8"
+    )
+    dynamic = {"ASSISTANT_EMBEDDING_VARIANT": "dynamic", "XDG_CACHE_HOME": str(cache)}
+    assert run_ingest(str(docs), "--index", str(index), env=dynamic).returncode == 0
+    (built,) = (cache / "policy-assistant").iterdir()
+    built_as = f"local:all-MiniLM-L6-v2:int8-dynamic:{_short_sha(built)}"
+
+    packaged = _search(index, {"ASSISTANT_EMBEDDING_VARIANT": "packaged"})
+    # A copy built by another onnxruntime: same name, other bytes (here the packaged file).
+    shutil.copyfile(packaged_model_path(), built)
+    other_copy = _search(index, dynamic)
+
+    for refused in (packaged, other_copy):
+        assert refused.returncode != 0
+        assert "21 days" not in refused.stdout
+        assert f"built with embedding model '{built_as}'" in refused.stderr
+    assert "but 'local:all-MiniLM-L6-v2:int8' (384 dimensions) is configured" in packaged.stderr
+    other = _short_sha(packaged_model_path())
+    assert f"but 'local:all-MiniLM-L6-v2:int8-dynamic:{other}'" in other_copy.stderr
 
 
 def test_factory_builds_the_openai_backend(server: tuple[_EmbeddingServer, str]) -> None:
@@ -195,9 +293,36 @@ def test_unknown_variant_is_rejected() -> None:
         Settings.from_env({"ASSISTANT_EMBEDDING_VARIANT": "bogus"})
 
 
-def test_variant_comes_from_the_environment() -> None:
-    settings_ = Settings.from_env({"ASSISTANT_EMBEDDING_VARIANT": "dynamic"})
-    assert make_embedder(settings_.embedding).identity.endswith(":int8-dynamic")
+def test_variant_comes_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # the copy is built on first use
+    dynamic = Settings.from_env({"ASSISTANT_EMBEDDING_VARIANT": "dynamic"}).embedding
+    embedder = OnnxEmbedder(variant=dynamic.variant)  # not make_embedder's shared one
+
+    assert ":int8-dynamic:" in embedder.identity
+    (built,) = (tmp_path / "policy-assistant").glob("*.onnx")
+    assert embedder.identity.endswith(_short_sha(built))
+    default = make_embedder(Settings.from_env({}).embedding)
+    assert default.identity == "local:all-MiniLM-L6-v2:int8"
+
+
+def test_dynamic_vectors_depend_on_their_batch_mates_packaged_do_not(tmp_path: Path) -> None:
+    # Why packaged stays the default: quantize_dynamic scales the activations per
+    # tensor, i.e. per batch, so a text's vector changes with the texts beside it,
+    # and a resumed or partial ingest no longer equals a clean one.
+    texts = [_words(200), "sick pay", _words(30), "annual leave days"]
+    for embedder, closest in (
+        (OnnxEmbedder(), 0.99999),
+        (OnnxEmbedder(variant="dynamic", cache_dir=tmp_path), 0.999),
+    ):
+        batched = embedder.embed(texts)
+        alone = np.vstack([embedder.embed([text]) for text in texts])
+        cosines = (batched * alone).sum(axis=1)
+        if embedder.variant == "packaged":
+            assert cosines.min() > closest, cosines
+        else:
+            assert cosines.min() < closest, cosines
 
 
 def test_factory_shares_one_embedder_per_settings() -> None:

@@ -11,6 +11,7 @@ reads files, and the UI process shares the machine with the chat model.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import tempfile
@@ -52,8 +53,15 @@ VARIANTS = {"packaged": "int8", "dynamic": "int8-dynamic"}
 class _Loaded:
     """The tokenizers and the session, made together on first use."""
 
-    def __init__(self, session: ort.InferenceSession, embed_tok: Tokenizer, count_tok: Tokenizer):
+    def __init__(
+        self,
+        session: ort.InferenceSession,
+        model_sha256: str,
+        embed_tok: Tokenizer,
+        count_tok: Tokenizer,
+    ):
         self.session = session
+        self.model_sha256 = model_sha256
         self.embed_tok = embed_tok
         self.count_tok = count_tok
         self.input_names = frozenset(i.name for i in session.get_inputs())
@@ -106,8 +114,21 @@ class OnnxEmbedder:
 
     @property
     def identity(self) -> str:
-        """Return ``local:all-MiniLM-L6-v2:<variant>``; variants give different vectors."""
-        return f"local:all-MiniLM-L6-v2:{VARIANTS[self.variant]}"
+        """Return ``local:all-MiniLM-L6-v2:int8``, or ``...:int8-dynamic:<digest>``.
+
+        The dynamic copy is made on this machine by the installed onnx and
+        onnxruntime, and another version may write different weights, so its
+        identity carries the first 16 hex digits of the built file's sha256: an
+        index built with one copy is never searched with another. Asking for it
+        builds and loads the copy (the packaged identity costs nothing).
+
+        Raises:
+            EmbeddingError: The dynamic copy cannot be built or loaded.
+        """
+        name = f"local:all-MiniLM-L6-v2:{VARIANTS[self.variant]}"
+        if self.variant == "packaged":
+            return name
+        return f"{name}:{self._load().model_sha256[:16]}"
 
     @property
     def dimension(self) -> int:
@@ -174,7 +195,7 @@ class OnnxEmbedder:
         verify_sha256(tokenizer_path, expected=TOKENIZER_SHA256, reinstall=TOKENIZER_PACKAGE)
         model_path = self._model_path or packaged_model_path()
         verify_sha256(model_path, expected=self._model_sha256, reinstall=MODEL_PACKAGE)
-        session = self._open_session(model_path)
+        session, model_sha256 = self._open_session(model_path)
         try:
             embed_tok = Tokenizer.from_file(str(tokenizer_path))
             count_tok = Tokenizer.from_file(str(tokenizer_path))
@@ -186,11 +207,12 @@ class OnnxEmbedder:
             tok.no_padding()
         embed_tok.enable_truncation(max_length=MAX_INPUT_TOKENS)
         count_tok.no_truncation()
-        return _Loaded(session, embed_tok, count_tok)
+        return _Loaded(session, model_sha256, embed_tok, count_tok)
 
-    def _open_session(self, model_path: Path) -> ort.InferenceSession:
+    def _open_session(self, model_path: Path) -> tuple[ort.InferenceSession, str]:
+        """Return the session and the sha256 of the model file it runs."""
         if self.variant == "packaged":
-            return _make_session(model_path, threads=self.threads)
+            return _make_session(model_path, threads=self.threads), self._model_sha256
         cache_dir = self._cache_dir or default_cache_dir()
         derived = dynamic_model_path(
             model_path,
@@ -199,7 +221,7 @@ class OnnxEmbedder:
             quantize=_quantize,
         )
         try:
-            return _make_session(derived, threads=self.threads)
+            return _session_and_digest(derived, threads=self.threads)
         except EmbeddingError:
             # Writes are atomic, but a cache can still be damaged from outside: rebuild once.
             logger.warning("cached embedding model %s is unreadable; rebuilding it", derived)
@@ -210,10 +232,20 @@ class OnnxEmbedder:
                 cache_dir=cache_dir,
                 quantize=_quantize,
             )
-            return _make_session(derived, threads=self.threads)
+            return _session_and_digest(derived, threads=self.threads)
 
 
-def _make_session(path: Path, *, threads: int) -> ort.InferenceSession:
+def _session_and_digest(path: Path, *, threads: int) -> tuple[ort.InferenceSession, str]:
+    """Load ``path`` and hash the very bytes loaded (another process may replace the file)."""
+    try:
+        model = path.read_bytes()
+    except OSError as exc:
+        raise EmbeddingError(f"cannot read embedding model {path}: {exc}") from exc
+    return _make_session(path, threads=threads, model=model), hashlib.sha256(model).hexdigest()
+
+
+def _make_session(path: Path, *, threads: int, model: bytes | None = None) -> ort.InferenceSession:
+    """Open the model at ``path`` (or its bytes ``model``, already read from there)."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -225,7 +257,8 @@ def _make_session(path: Path, *, threads: int) -> ort.InferenceSession:
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.add_session_config_entry("session.inter_op.allow_spinning", "0")
     try:
-        session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        source = model if model is not None else str(path)
+        session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
     except Exception as exc:  # onnxruntime's Fail/InvalidGraph are not importable types
         raise EmbeddingError(f"cannot load embedding model {path}: {exc}") from exc
     logger.info("loaded embedding model %s (%s threads)", path.name, threads)

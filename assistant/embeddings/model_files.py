@@ -157,6 +157,14 @@ def dynamic_model_path(
             raise EmbeddingError(
                 f"the 'dynamic' embedding variant needs the onnx package ({exc}): pip install onnx"
             ) from exc
+        except OSError as exc:
+            # Checked before the catch-all: a read-only home is the likely cause,
+            # and the user needs the directory named, not onnx's traceback.
+            raise EmbeddingError(
+                f"cannot write the dynamic embedding model into {cache_dir} "
+                f"({exc.strerror or exc}): make it writable, point XDG_CACHE_HOME at a "
+                "writable directory, or use ASSISTANT_EMBEDDING_VARIANT=packaged"
+            ) from exc
         except Exception as exc:  # onnx and onnxruntime raise many unrelated types
             raise EmbeddingError(f"cannot build the dynamic embedding model: {exc}") from exc
     return target
