@@ -115,6 +115,8 @@ class ChunkingSettings:
     overlap: float = 0.15
     min_tokens: int = 40
     encoding: str = DEFAULT_ENCODING
+    # Cut the block that does not fit at a sentence end, so chunks fill the budget.
+    fill: bool = False
 
     def __post_init__(self) -> None:
         _require(
