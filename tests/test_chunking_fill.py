@@ -14,12 +14,14 @@ import random
 import re
 import statistics
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from assistant.chunking.chunker import chunk_document
-from assistant.config import ChunkingSettings
+from assistant.config import ChunkingSettings, Settings
 from assistant.embeddings.local import OnnxEmbedder
+from assistant.errors import ConfigError
 from assistant.index.ingest import embedder_window
 from assistant.tokens import get_tokenizer
 from assistant.types import Block, Chunk, Document, compose_chunk_text, shown_heading_path
@@ -226,3 +228,10 @@ def _fits_alone(
         shown_heading_path(path), "", doc.text[block.char_start : block.char_end]
     )
     return TOKENIZER.count(text) <= config.max_tokens and WINDOW.count(text) <= WINDOW.limit
+
+
+def test_the_fill_is_off_unless_asked_and_a_typo_is_refused() -> None:
+    assert not Settings.from_env({}).chunking.fill
+    assert Settings.from_env({"ASSISTANT_CHUNK_FILL": "1"}).chunking.fill
+    with pytest.raises(ConfigError, match="ASSISTANT_CHUNK_FILL"):
+        Settings.from_env({"ASSISTANT_CHUNK_FILL": "yes please"})
