@@ -24,7 +24,8 @@ them into one directory and prints it. Then, from the worktree root::
         --chunker 'baselines:lc_recursive(chunk_size=200, chunk_overlap=0)'
 
 ``chunk(max_tokens=..., overlap=..., min_tokens=..., fill=...)`` overrides the defaults
-of `ChunkingSettings`.
+of `ChunkingSettings`; e.g. ``--chunker 'bench.chunking_study:chunk(fill=True)'`` for
+chunks that fill their budget (results: docs/retrieval-eval.md, "Chunking study").
 """
 
 from __future__ import annotations
