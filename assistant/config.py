@@ -18,6 +18,8 @@ ASSISTANT_EMBEDDING_API_KEY    its key (falls back to OPENAI_API_KEY)
 ASSISTANT_EMBEDDING_VARIANT    local model file: ``packaged`` (default) or ``dynamic``
 ASSISTANT_CHUNK_TOKENS         chunk budget in tiktoken tokens, heading path included
 ASSISTANT_CHUNK_OVERLAP        overlap as a fraction of the chunk budget
+ASSISTANT_CHUNK_FILL           ``1``: cut the block that does not fit at a sentence end, so chunks
+                               fill their budget (off by default; see docs/retrieval-eval.md)
 ASSISTANT_TOP_K                results per question
 ASSISTANT_MIN_SCORE            relevance floor under which a search is "no good match"
 ASSISTANT_MIN_COVERAGE         no good match when query-term coverage is below this...
@@ -117,6 +119,8 @@ class ChunkingSettings:
     overlap: float = 0.15
     min_tokens: int = 40
     encoding: str = DEFAULT_ENCODING
+    # Cut the block that does not fit at a sentence end, so chunks fill the budget.
+    fill: bool = False
 
     def __post_init__(self) -> None:
         _require(
@@ -469,6 +473,7 @@ class Settings:
             chunking=ChunkingSettings(
                 max_tokens=env.integer("ASSISTANT_CHUNK_TOKENS", d.chunking.max_tokens),
                 overlap=env.number("ASSISTANT_CHUNK_OVERLAP", d.chunking.overlap),
+                fill=env.switch("ASSISTANT_CHUNK_FILL", d.chunking.fill),
             ),
             store=StoreSettings(
                 path=Path(env.text("ASSISTANT_INDEX", str(d.store.path))),

@@ -1,11 +1,19 @@
-"""Word helpers shared by the stages: content words, stopwords, quoted word lists, valid text."""
+"""Word helpers shared by the stages: content words, stopwords, sentences, valid text."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
 
-__all__ = ["STOPWORDS", "content_words", "is_valid_unicode", "quoted_list", "valid_unicode"]
+__all__ = [
+    "STOPWORDS",
+    "content_words",
+    "is_valid_unicode",
+    "quoted_list",
+    "sentence_breaks",
+    "split_sentences",
+    "valid_unicode",
+]
 
 # A word: letters and digits, no underscores; every stage splits text into words with it.
 WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -20,11 +28,77 @@ _STOPWORD_TEXT = """a about above after again all also am an and any are as at b
     which while who whom why will with would you your yours per"""
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
+# After these a full stop never ends a sentence.
+_ABBREVIATIONS = frozenset(
+    (
+        *("e.g", "i.e", "mr", "mrs", "ms", "dr", "no", "nos", "vs", "cf", "viz", "st", "jr"),
+        *("sr", "approx", "art", "sec", "fig", "p", "pp", "para", "u.s", "u.k", "u.n", "e.u"),
+        *("a.m", "p.m", "ph.d", "incl", "esp", "dept", "est", "min", "max", "ref", "vol"),
+        *("ch", "cl"),
+    )
+)
+_SENTENCE_END = re.compile(r"[.!?]+[\"'\u201d\u2019)\]]*\s+(?=[\"'\u201c\u2018(\[]?[A-Z0-9])")
+# Text written all in lower case (some filings, chat logs) starts its sentences in lower case.
+_LOOSE_SENTENCE_END = re.compile(r"[.!?]+[\"'\u201d\u2019)\]]*\s+(?=\S)")
+
 
 def content_words(text: str) -> set[str]:
     """Return the lower-cased, crudely stemmed words of ``text`` minus stopwords."""
     words = (w.lower() for w in WORD.findall(text))
     return {_stem(w) for w in words if w not in STOPWORDS and not w.isdigit()}
+
+
+def sentence_breaks(text: str, *, loose: bool = False) -> list[tuple[int, int]]:
+    """Return ``(end, next_start)`` of every sentence boundary in ``text``.
+
+    A sentence ends at ``.``, ``!`` or ``?`` (and any closing quotes or brackets)
+    followed by white space and a capital, digit or opening quote; with
+    ``loose``, followed by white space and anything. A full stop after a known
+    abbreviation or a single letter ("J. Smith") never ends one, and neither
+    does one inside a URL or a decimal ("12.5"): no white space follows it.
+
+    Args:
+        text: Prose.
+        loose: Also accept a sentence that starts in lower case.
+
+    Returns:
+        For each boundary, where the sentence ends (after its punctuation) and
+        where the next one starts (after the white space), in order.
+    """
+    pattern = _LOOSE_SENTENCE_END if loose else _SENTENCE_END
+    breaks = []
+    for match in pattern.finditer(text):
+        if match.group().startswith(".") and _before_is_abbreviation(text, match.start()):
+            continue
+        breaks.append((match.start() + len(match.group().rstrip()), match.end()))
+    return breaks
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split prose into sentences, never inside URLs, decimals, abbreviations or initials.
+
+    A sentence ends at ``.``, ``!`` or ``?`` followed by white space and a
+    capital, digit or opening quote; a full stop after a known abbreviation
+    or a single letter ("J. Smith") does not end one.
+    """
+    sentences: list[str] = []
+    start = 0
+    for end, next_start in sentence_breaks(text):
+        sentences.append(text[start:end])
+        start = next_start
+    sentences.append(text[start:])
+    return [s.strip() for s in sentences if s.strip()]
+
+
+def _before_is_abbreviation(text: str, dot: int) -> bool:
+    # Only the word before the dot matters; a bounded look-back keeps long texts linear.
+    word = re.search(r"([\w.]+)$", text[max(0, dot - 64) : dot])
+    if word is None:
+        return False
+    token = word.group(1).lower().strip(".")
+    if len(token) == 1 and token.isalpha():
+        return True  # an initial or a list letter
+    return token in _ABBREVIATIONS
 
 
 def quoted_list(words: Sequence[str]) -> str:

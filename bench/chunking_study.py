@@ -23,8 +23,9 @@ them into one directory and prints it. Then, from the worktree root::
         --chunker 'baselines:lc_token(chunk_size=250, chunk_overlap=125)' \\
         --chunker 'baselines:lc_recursive(chunk_size=200, chunk_overlap=0)'
 
-``chunk(max_tokens=..., overlap=..., min_tokens=...)`` overrides the defaults
-of `ChunkingSettings`.
+``chunk(max_tokens=..., overlap=..., min_tokens=..., fill=...)`` overrides the defaults
+of `ChunkingSettings`; e.g. ``--chunker 'bench.chunking_study:chunk(fill=True)'`` for
+chunks that fill their budget (results: docs/retrieval-eval.md, "Chunking study").
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ def chunk(
     max_tokens: int | None = None,
     overlap: float | None = None,
     min_tokens: int | None = None,
+    fill: bool | None = None,
 ) -> list[tuple[str, int, int]]:
     """Return ``(embedded text, body start, body end)`` for each chunk of ``text``.
 
@@ -69,12 +71,15 @@ def chunk(
         max_tokens: Chunk budget (default: `ChunkingSettings`'s).
         overlap: Overlap fraction (default: `ChunkingSettings`'s).
         min_tokens: Merge threshold for small sections (default: `ChunkingSettings`'s).
+        fill: Cut the block that does not fit at a sentence end so chunks fill
+            the budget (default: `ChunkingSettings`'s).
     """
     defaults = ChunkingSettings()
     settings = ChunkingSettings(
         max_tokens=defaults.max_tokens if max_tokens is None else max_tokens,
         overlap=defaults.overlap if overlap is None else overlap,
         min_tokens=defaults.min_tokens if min_tokens is None else min_tokens,
+        fill=defaults.fill if fill is None else fill,
     )
     with tempfile.TemporaryDirectory() as tmp:
         # The corpus has no name: the fallback title ("Document") is the same for all.

@@ -32,6 +32,7 @@ def chunk_settings(draw: st.DrawFn, *, max_budget: int = 300) -> ChunkingSetting
         max_tokens=max_tokens,
         overlap=draw(st.floats(0, 0.49)),
         min_tokens=draw(st.integers(0, max_tokens - 1)),
+        fill=draw(st.booleans()),
     )
 
 

@@ -25,6 +25,7 @@ from typing import Literal
 
 from assistant.documents.markdown import parse_blocks, plain_text
 from assistant.types import TextBlock, TextLine
+from assistant.words import split_sentences
 
 __all__ = ["AnswerUnit", "UnitKind", "segment", "split_sentences", "unlink"]
 
@@ -36,16 +37,6 @@ _COLON_TERM = re.compile(r"^([A-Z][\w'\u2019 /&()-]{1,48}):\s+(?=\S)")
 _QUOTED_TERM = re.compile(r"^[\"“]([^\"”]{1,60})[\"”]\s+(?:means|refers to|is|includes)\b")
 _TERM_SEPARATOR = re.compile(r"^\s*[:.\u2013\u2014-]?\s*")
 _MAX_TERM_CHARS = 80
-# After these a full stop never ends a sentence.
-_ABBREVIATIONS = frozenset(
-    (
-        *("e.g", "i.e", "mr", "mrs", "ms", "dr", "no", "nos", "vs", "cf", "viz", "st", "jr"),
-        *("sr", "approx", "art", "sec", "fig", "p", "pp", "para", "u.s", "u.k", "u.n", "e.u"),
-        *("a.m", "p.m", "ph.d", "incl", "esp", "dept", "est", "min", "max", "ref", "vol"),
-        *("ch", "cl"),
-    )
-)
-_SENTENCE_END = re.compile(r"[.!?]+[\"'\u201d\u2019)\]]*\s+(?=[\"'\u201c\u2018(\[]?[A-Z0-9])")
 _MIN_WORDS = 3
 # "Saturday ........ 9:00 a.m. to 1:00 p.m.": a key and its value set apart by dot leaders.
 _LEADER = re.compile(r"\s*\.{4,}\s*")
@@ -84,24 +75,6 @@ def unlink(text: str) -> str:
     return plain_text(text)
 
 
-def split_sentences(text: str) -> list[str]:
-    """Split prose into sentences, never inside URLs, decimals, abbreviations or initials.
-
-    A sentence ends at ``.``, ``!`` or ``?`` followed by white space and a
-    capital, digit or opening quote; a full stop after a known abbreviation
-    or a single letter ("J. Smith") does not end one.
-    """
-    sentences: list[str] = []
-    start = 0
-    for match in _SENTENCE_END.finditer(text):
-        if match.group().startswith(".") and _before_is_abbreviation(text, match.start()):
-            continue
-        sentences.append(text[start : match.start() + len(match.group().rstrip())])
-        start = match.end()
-    sentences.append(text[start:])
-    return [s.strip() for s in sentences if s.strip()]
-
-
 def segment(text: str, *, headings: Sequence[str] = (), table_header: str = "") -> list[AnswerUnit]:
     """Return the answer units of a section's Markdown-ish text, in order.
 
@@ -123,16 +96,6 @@ def segment(text: str, *, headings: Sequence[str] = (), table_header: str = "") 
         AnswerUnit(u.text, u.kind, u.headings, u.context, position)
         for position, u in enumerate(scanner.units)
     ]
-
-
-def _before_is_abbreviation(text: str, dot: int) -> bool:
-    word = re.search(r"([\w.]+)$", text[:dot])
-    if word is None:
-        return False
-    token = word.group(1).lower().strip(".")
-    if len(token) == 1 and token.isalpha():
-        return True  # an initial or a list letter
-    return token in _ABBREVIATIONS
 
 
 class _Scanner:

@@ -12,7 +12,13 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from assistant.chunking.splitting import LINES, PARAGRAPHS, overlap_start, split_span
+from assistant.chunking.splitting import (
+    LINES,
+    PARAGRAPHS,
+    overlap_start,
+    sentence_cut,
+    split_span,
+)
 from assistant.chunking.units import PROSE, Context, Group, Unit, cut_units
 from assistant.types import BlockKind, compose_chunk_text
 
@@ -74,7 +80,10 @@ def _take(
     overlap = _overlap(units, i, previous, avail, ctx) if previous else None
     lead = group.lead if i == 0 else None
     extra = (overlap[1] if overlap else 0) + (ctx.span(lead, units[0].start) if lead else 0)
-    j = _extend(units, i, avail - units[i].prefix_tokens - extra, ctx)
+    budget = avail - units[i].prefix_tokens - extra
+    j = _extend(units, i, budget, ctx)
+    if ctx.fill:
+        j = _fill(units, i, j, budget, ctx)
     while True:
         start = overlap[0] if overlap else lead if lead is not None else units[i].start
         piece = _piece(units, i, j, start, path, ctx)
@@ -107,6 +116,33 @@ def _extend(units: list[Unit], i: int, budget: int, ctx: Context) -> int:
             break
         j += 1
     return j
+
+
+def _fill(units: list[Unit], i: int, j: int, budget: int, ctx: Context) -> int:
+    """Let the chunk ``units[i..j]`` take the head of the next unit, cut at a sentence end.
+
+    The next prose unit did not fit whole; the sentences of it that do fit end
+    this chunk (so bodies fill the budget instead of stopping at the last whole
+    block), and the rest becomes a unit of its own that starts the next chunk.
+    Tables, code, FAQ entries and pieces with a prefix are never cut here.
+
+    Returns:
+        The index of the chunk's last unit: ``j + 1`` if a head was taken, else ``j``.
+    """
+    k = j + 1
+    if k >= len(units) or units[i].solo or not _joins(units[j], units[k]) or units[k].prefix:
+        return j
+    following = units[k]
+    room = budget - ctx.span(units[i].start, following.start)
+    cut = sentence_cut(ctx.text, following.start, following.end, room=room, count=ctx.count)
+    if cut is None:
+        return j
+    head_end, tail_start, tokens = cut
+    units[k : k + 1] = [
+        replace(following, end=head_end, tokens=tokens),
+        replace(following, start=tail_start, tokens=ctx.span(tail_start, following.end)),
+    ]
+    return k
 
 
 def _resplit(units: list[Unit], i: int, excess: int, ctx: Context) -> bool:

@@ -4,7 +4,8 @@ Everything here works on ``(start, end)`` offsets into one string, so a piece
 is always an exact slice of the source. `split_span` tries the largest natural
 boundary first and only descends when a piece is still too long: paragraphs
 (blank lines), lines, sentences, words and, as a last resort, a cut by token
-count. `split_table` cuts a Markdown table into runs of whole rows.
+count. `split_table` cuts a Markdown table into runs of whole rows, and
+`sentence_cut` finds the last sentence end under a limit (to fill a chunk).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from assistant.words import sentence_breaks
+
 __all__ = [
     "LINES",
     "PARAGRAPHS",
@@ -20,6 +23,7 @@ __all__ = [
     "TableSplit",
     "first_line",
     "overlap_start",
+    "sentence_cut",
     "split_span",
     "split_table",
     "trim",
@@ -41,6 +45,15 @@ LINES = 1
 """Level index: start splitting at newlines (code)."""
 _WORD_START = re.compile(r"(?<!\S)\S")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
+# Spans a sentence cut must not fall inside: Markdown links and images (their text
+# may hold ". A"), autolinks and inline code. Bare URLs hold no white space, so no
+# sentence break can fall inside one.
+_UNBREAKABLE = re.compile(
+    r"!?\[[^\]\n]*\]\([^)\n]*\)"  # [text](url), ![alt](src)
+    r"|!?\[[^\]\n]*\]\[[^\]\n]*\]"  # [text][ref]
+    r"|<[^<>\s]+>"  # <https://...>
+    r"|`[^`\n]+`"  # `code`
+)
 
 
 def trim(text: str, start: int, end: int) -> Span | None:
@@ -314,4 +327,46 @@ def _earliest_fitting(
             best, high = (candidates[middle], tokens), middle
         else:
             low = middle + 1
+    return best
+
+
+def sentence_cut(
+    text: str, start: int, end: int, *, room: int, count: Counter
+) -> tuple[int, int, int] | None:
+    """Find the last sentence end in ``text[start:end]`` whose head fits ``room`` tokens.
+
+    Sentences are those of `assistant.words.sentence_breaks` (never inside a URL,
+    a decimal or after an abbreviation); text with no capital letter at all is
+    read with its loose rule (sentences may start in lower case). No cut falls
+    inside a Markdown link, an autolink or inline code, and none at the very end.
+
+    Args:
+        text: The whole source text.
+        start: Start of the span (a trimmed block or piece of one).
+        end: End (exclusive) of the span.
+        room: Maximum tokens of the head ``text[start:cut]``.
+        count: Counts the tokens of a string.
+
+    Returns:
+        ``(head end, tail start, head tokens)``, or None when no sentence end fits.
+    """
+    if room <= 0:
+        return None
+    span = text[start:end]
+    loose = not any(char.isupper() for char in span)
+    guarded = [(m.start(), m.end()) for m in _UNBREAKABLE.finditer(span)]
+    breaks = [
+        (start + a, start + b)
+        for a, b in sentence_breaks(span, loose=loose)
+        if b < len(span) and not any(g0 < a < g1 for g0, g1 in guarded)
+    ]
+    best = None
+    low, high = 0, len(breaks)
+    while low < high:  # the head's count grows with the cut: bisect the last that fits
+        middle = (low + high) // 2
+        tokens = count(text[start : breaks[middle][0]])
+        if tokens <= room:
+            best, low = (*breaks[middle], tokens), middle + 1
+        else:
+            high = middle
     return best

@@ -86,6 +86,7 @@ class Context:
         self.max_tokens = settings.max_tokens
         self.overlap = settings.overlap_tokens
         self.min_tokens = settings.min_tokens
+        self.fill = settings.fill
         self.tokenizer = tokenizer
         self._small: dict[str, int] = {}
         self._headings: dict[tuple[str, ...], tuple[tuple[str, ...], int]] = {}

@@ -225,6 +225,8 @@ def _signature(run: _Run, rule_audience: tuple[str, ...] | None = None) -> str:
         f"pipeline={PIPELINE_VERSION};tokens={chunking.max_tokens};overlap={chunking.overlap};"
         f"min={chunking.min_tokens};encoding={chunking.encoding};embedder={run.embedder.identity}"
     )
+    if chunking.fill:  # left out when off, so indexes written before the option keep their keys
+        signature += ";fill=1"
     # The audience from outside the file is part of the key, so changing only it
     # re-ingests the document; front matter audiences are in the bytes already. Both
     # parts are left out when unset, so indexes written before audiences keep their keys.
