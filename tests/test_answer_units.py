@@ -328,3 +328,12 @@ def test_a_window_that_starts_inside_a_code_block_keeps_the_prose_after_it() -> 
         "Keys are rotated every year."
     ]
     assert texts("Set it up as follows.\n\n```\nPort 22\n") == ["Set it up as follows."]
+
+
+def test_an_example_or_a_note_defines_no_term() -> None:
+    units = segment(
+        "Example: An employee finds some of the company's code in a repository. She sends "
+        "a takedown notice.\n\nNote: Notices are answered within a day."
+    )
+    assert [u.kind for u in units] == ["sentence", "sentence", "sentence"]
+    assert all("Example" not in u.headings and "Note" not in u.headings for u in units)

@@ -35,6 +35,13 @@ UnitKind = Literal["sentence", "item", "row", "definition"]
 _BULLET = re.compile(r"^(?:[-*+•]|\(?\d{1,3}[.)]|\(?[a-z][.)])\s+")
 _COLON_TERM = re.compile(r"^([A-Z][\w'\u2019 /&()-]{1,48}):\s+(?=\S)")
 _QUOTED_TERM = re.compile(r"^[\"“]([^\"”]{1,60})[\"”]\s+(?:means|refers to|is|includes)\b")
+# "Example: An employee finds..." introduces prose, it defines no term "Example".
+_NOT_TERMS = frozenset(
+    (
+        *("example", "for example", "note", "please note", "tip", "warning", "important"),
+        *("summary", "short version", "in short", "tl;dr", "caution", "reminder", "update"),
+    )
+)
 _TERM_SEPARATOR = re.compile(r"^\s*[:.\u2013\u2014-]?\s*")
 _MAX_TERM_CHARS = 80
 _MIN_WORDS = 3
@@ -403,6 +410,6 @@ def _definition(body: str, strong: str) -> tuple[str, str]:
     if _QUOTED_TERM.match(body):
         return "", body  # the term is already part of the sentence
     colon = _COLON_TERM.match(body)
-    if colon and len(colon.group(1).split()) <= 6:
+    if colon and len(colon.group(1).split()) <= 6 and colon.group(1).lower() not in _NOT_TERMS:
         return colon.group(1).strip(), body[colon.end() :]
     return "", body
