@@ -25,14 +25,25 @@ from assistant.types import (
 
 
 @st.composite
-def chunk_settings(draw: st.DrawFn, *, max_budget: int = 300) -> ChunkingSettings:
-    """Draw valid chunking settings with a token budget of 16 to ``max_budget``."""
-    max_tokens = draw(st.integers(16, max_budget))
+def chunk_settings(
+    draw: st.DrawFn,
+    *,
+    min_budget: int = 16,
+    max_budget: int = 300,
+    max_overlap: float = 0.49,
+    min_share: int = 1,
+    fill: bool | None = None,
+) -> ChunkingSettings:
+    """Draw valid chunking settings with a token budget of ``min_budget`` to ``max_budget``.
+
+    ``min_tokens`` stays under ``max_tokens / min_share``; ``fill`` is drawn when None.
+    """
+    max_tokens = draw(st.integers(min_budget, max_budget))
     return ChunkingSettings(
         max_tokens=max_tokens,
-        overlap=draw(st.floats(0, 0.49)),
-        min_tokens=draw(st.integers(0, max_tokens - 1)),
-        fill=draw(st.booleans()),
+        overlap=draw(st.floats(0, max_overlap)),
+        min_tokens=draw(st.integers(0, max_tokens // min_share - (min_share == 1))),
+        fill=draw(st.booleans()) if fill is None else fill,
     )
 
 

@@ -15,7 +15,6 @@ import statistics
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from assistant.chunking.chunker import chunk_document
 from assistant.config import ChunkingSettings, Settings
@@ -25,7 +24,7 @@ from assistant.index.ingest import embedder_window
 from assistant.tokens import get_tokenizer
 from assistant.types import Block, Chunk, Document, compose_chunk_text, shown_heading_path
 from assistant.words import sentence_breaks
-from tests.chunk_invariants import check_all, check_heading_paths
+from tests.chunk_invariants import check_all, check_heading_paths, chunk_settings
 from tests.chunking_docs import doc_from_markdown, make_doc
 from tests.random_markdown import Shape, markdown_documents
 
@@ -167,19 +166,11 @@ _SHAPE = Shape(
 )
 
 
-@st.composite
-def fill_settings(draw: st.DrawFn) -> ChunkingSettings:
-    max_tokens = draw(st.integers(32, 400))
-    return ChunkingSettings(
-        max_tokens=max_tokens,
-        overlap=draw(st.floats(0, 0.3)),
-        min_tokens=draw(st.integers(0, max_tokens // 4)),
-        fill=True,
-    )
-
-
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(doc=markdown_documents(_SHAPE), config=fill_settings())
+@given(
+    doc=markdown_documents(_SHAPE),
+    config=chunk_settings(min_budget=32, max_budget=400, max_overlap=0.3, min_share=4, fill=True),
+)
 def test_filled_chunks_of_random_markdown_keep_every_invariant(
     doc: Document, config: ChunkingSettings
 ) -> None:

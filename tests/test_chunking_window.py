@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from assistant.chunking.chunker import chunk_document
 from assistant.config import ChunkingSettings
@@ -18,7 +17,7 @@ from assistant.embeddings.local import OnnxEmbedder
 from assistant.index.ingest import embedder_window
 from assistant.tokens import get_tokenizer
 from assistant.types import Document, TokenWindow, compose_chunk_text
-from tests.chunk_invariants import check_all
+from tests.chunk_invariants import check_all, chunk_settings
 from tests.chunking_docs import doc_from_markdown
 from tests.random_markdown import Shape, markdown_documents
 
@@ -61,19 +60,12 @@ _SHAPE = Shape(
 )
 
 
-@st.composite
-def budgets(draw: st.DrawFn) -> ChunkingSettings:
-    # Up to 400 tokens, so the window (not the budget) is often what binds.
-    max_tokens = draw(st.integers(64, 400))
-    return ChunkingSettings(
-        max_tokens=max_tokens,
-        overlap=draw(st.floats(0, 0.3)),
-        min_tokens=draw(st.integers(0, max_tokens // 4)),
-    )
+# Up to 400 tokens, so the window (not the budget) is often what binds.
+_BUDGETS = chunk_settings(min_budget=64, max_budget=400, max_overlap=0.3, min_share=4, fill=False)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(doc=markdown_documents(_SHAPE), config=budgets())
+@given(doc=markdown_documents(_SHAPE), config=_BUDGETS)
 def test_no_chunk_of_random_markdown_exceeds_the_embedders_window(
     doc: Document, config: ChunkingSettings
 ) -> None:
