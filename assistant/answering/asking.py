@@ -34,7 +34,7 @@ ASKING_WORDS = frozenset(
         "what which how many much long often who whom whose when where why get gets got can "
         "could would may might allowed able need needs tell explain happen happens mean means "
         "policy policies rule rules say says said there please know want compare compared "
-        "comparison difference differences differ versus"
+        "comparison difference differences differ versus soon quickly"
     )
 )
 _NUMBER = (
