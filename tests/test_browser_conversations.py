@@ -85,10 +85,28 @@ def _stored(page: Any) -> str:
 
 
 def _ask(page: Any, question: str) -> None:
-    """Ask, wait for the answer's last message and for the browser to store it."""
+    """Ask, wait for the answer's last message and for the browser to store it.
+
+    The store is written more than once per answer (the question, then the
+    answer), so wait until it has changed and then stopped changing: a later
+    write landing after the next step (another login, a reload) is a race
+    in the test, not what it checks.
+    """
     before = _stored(page)
     ask_and_wait(page, question)
     _stored_change(page, before)
+    _stored_settles(page)
+
+
+def _stored_settles(page: Any, *, quiet_ms: int = 1500, timeout_ms: int = 20000) -> None:
+    last, waited = _stored(page), 0
+    while waited < timeout_ms:
+        page.wait_for_timeout(quiet_ms)
+        waited += quiet_ms
+        now = _stored(page)
+        if now == last:
+            return
+        last = now
 
 
 def _stored_change(page: Any, before: str) -> None:
