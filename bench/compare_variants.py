@@ -4,7 +4,7 @@ Usage: ``python bench/compare_variants.py [--out DIR] [--dev-corpus PATH]``
 
 For each variant (``packaged``, ``dynamic``; set through ``ASSISTANT_EMBEDDING_VARIANT``)
 and each set (the sample corpus ``data/policies`` with ``data/eval/questions.jsonl``, the
-dev corpus ``../shared/corpora/github-site-policy/Policies`` with
+dev corpus ``data/corpora/github-site-policy/Policies`` with
 ``data/eval/github-site-policy.jsonl``) it runs, as a user would, in child processes one
 after another:
 
@@ -199,7 +199,7 @@ def main() -> None:
     parser.add_argument(
         "--dev-corpus",
         type=Path,
-        default=ROOT.parent / "shared" / "corpora" / "github-site-policy" / "Policies",
+        default=ROOT / "data" / "corpora" / "github-site-policy" / "Policies",
     )
     parser.add_argument(
         "--report-only", action="store_true", help="re-read the reports in --out, run nothing"

@@ -25,9 +25,7 @@ from tests.openai_server import Reply
 from tests.served_ui import ANSWER, Served, app_settings, ask, behind_fake_model, launched, traces
 
 ROOT = Path(__file__).resolve().parent.parent
-DEV = ROOT.parent / "shared" / "corpora" / "github-site-policy" / "Policies"
-if not DEV.is_dir():
-    DEV = Path("/work/shared/corpora/github-site-policy/Policies")
+DEV = ROOT / "data" / "corpora" / "github-site-policy" / "Policies"
 SAMPLE_QUESTIONS = (
     "What is the emergency loan interest rate?",
     "How many days of annual leave do staff get?",
@@ -63,8 +61,6 @@ def sample(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 def dev_unreachable(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """The dev corpus, with a model URL nothing listens on."""
     pytest.importorskip("playwright.sync_api")
-    if not DEV.is_dir():
-        pytest.skip(f"the dev corpus is missing: {DEV}")
     closed = f"http://127.0.0.1:{free_port()}/v1"
     settings = app_settings(
         tmp_path_factory.mktemp("dev-index"), model_url=closed, model=MODEL, timeout=5

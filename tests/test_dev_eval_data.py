@@ -1,8 +1,8 @@
 """The dev question set over the real GitHub site-policy corpus is well formed and answerable.
 
 Plain Python on purpose, like test_sample_data.py: no project imports, so a loader bug cannot
-hide a broken question (or the other way round). The corpus lives outside the repository, in
-the shared corpora folder next to it; the checks that read it skip when it is absent.
+hide a broken question (or the other way round). The corpus is kept in the
+repository, in data/corpora/github-site-policy/.
 """
 
 from __future__ import annotations
@@ -18,9 +18,7 @@ from tests import test_sample_data as sample
 
 ROOT = Path(__file__).resolve().parents[1]
 QUESTIONS = ROOT / "data" / "eval" / "github-site-policy.jsonl"
-CORPUS = (
-    Path(__file__).resolve().parents[2] / "shared" / "corpora" / "github-site-policy" / "Policies"
-)
+CORPUS = ROOT / "data" / "corpora" / "github-site-policy" / "Policies"
 KINDS = {"fact", "broad", "multi", "paraphrase", "unanswerable"}
 # Markdown syntax a phrase must not contain: it has to come from plain prose between markup.
 MARKUP = re.compile(r"[\[\]()*_`#|]")
@@ -35,8 +33,7 @@ def gold_params() -> list[object]:
 
 
 def corpus() -> Path:
-    if not CORPUS.is_dir():
-        pytest.skip(f"corpus not found at {CORPUS}")
+    assert CORPUS.is_dir(), f"corpus not found at {CORPUS}"
     return CORPUS
 
 
