@@ -2,7 +2,7 @@
 
 Every server is its own process (``python -m assistant serve --api --workers N``, and
 ``ui.py`` for the Gradio figures) over one real index of data/policies (packaged
-embedding model); the chat model is `tests.openai_server.FakeOpenAIServer` in a third
+embedding model); the chat model is `tests.support.openai_server.FakeOpenAIServer` in a third
 process, answering at once with a text that names the question, so an answer given
 to the wrong client shows. Clients are asyncio + httpx streams in this process.
 
@@ -66,7 +66,7 @@ def _free_port() -> int:
 
 def _serve_fake_model() -> None:
     """Run the fake chat model until killed (SIGTERM); each answer names its question."""
-    from tests.openai_server import FakeOpenAIServer, Reply
+    from tests.support.openai_server import FakeOpenAIServer, Reply
 
     def echo(body: dict[str, object]) -> Reply:
         last = json.dumps(body.get("messages", [])[-1:])  # type: ignore[index]

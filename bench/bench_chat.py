@@ -35,7 +35,7 @@ from gradio_client import Client  # noqa: E402
 from assistant.config import LLMSettings, Settings, StoreSettings, UISettings  # noqa: E402
 from assistant.protocols import Embedder  # noqa: E402
 from assistant.web.app import build_app  # noqa: E402
-from tests.openai_server import FakeOpenAIServer, Reply  # noqa: E402
+from tests.support.openai_server import FakeOpenAIServer, Reply  # noqa: E402
 
 TOPICS = (
     "emergency loan interest rate",

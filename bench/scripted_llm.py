@@ -1,7 +1,7 @@
 """A loopback chat model with scripted verdicts, for ``eval --answers`` with a model configured.
 
 It measures the service's "not covered" second line of defence without a model's own
-errors in the way: `tests.openai_server.FakeOpenAIServer` on 127.0.0.1 answers each
+errors in the way: `tests.support.openai_server.FakeOpenAIServer` on 127.0.0.1 answers each
 question of the given eval sets as a model that follows the prompt perfectly would.
 
 - An unanswerable question (no ``gold``) gets the prompt's fixed sentence ("The policy
@@ -48,7 +48,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from assistant.answering.grounding import NO_CITATION_WARNING, UNSUPPORTED_MARK  # noqa: E402
-from tests.openai_server import FakeOpenAIServer, Reply  # noqa: E402
+from tests.support.openai_server import FakeOpenAIServer, Reply  # noqa: E402
 
 __all__ = [
     "FIXED_REFUSAL",

@@ -18,10 +18,10 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from tests.chromium import launched_chromium
+from tests.support.chromium import launched_chromium
+from tests.support.paths import ROOT, SAMPLE_POLICIES
 
-ROOT = Path(__file__).resolve().parent.parent
-SAMPLE_POLICIES = ROOT / "data" / "policies"
+__all__ = ["ROOT", "SAMPLE_POLICIES"]
 INGEST = str(ROOT / "ingest.py")
 
 
@@ -159,6 +159,6 @@ def chroma_server(tmp_path: Path) -> Iterator[ChromaServer]:
 
 @pytest.fixture
 def browser() -> Iterator[Any]:
-    """Debian's chromium for one test (its pages: `tests.chromium.open_page`)."""
+    """Debian's chromium for one test (its pages: `tests.support.chromium.open_page`)."""
     with launched_chromium() as launched:
         yield launched

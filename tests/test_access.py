@@ -28,8 +28,8 @@ from assistant.retrieval.factory import open_retriever
 from assistant.types import ADMIN_GROUP, User
 from assistant.users import add_user, load_directory
 from tests.conftest import FakeEmbedder, free_port
-from tests.served_ui import launched
-from tests.test_hardening_auth import anonymous, routes
+from tests.support.served_ui import launched
+from tests.web.test_login_required import anonymous, routes
 
 CORPUS = {
     "leave.md": "# Leave Policy\n\nStaff get 25 days of annual leave each year.\n",

@@ -26,8 +26,8 @@ from assistant.config import Settings
 from assistant.types import ADMIN_GROUP, DocMeta, SearchResult, User
 from assistant.web.app import _LastSnapshot, catalog_of
 from assistant.web.format import sources_markdown, trace_markdown
-from tests.retrieval_helpers import FakeEmbedder, Section, build_document, make_retriever
-from tests.retrieval_helpers import make_snapshot as snapshot_of
+from tests.support.retrieval_helpers import FakeEmbedder, Section, build_document, make_retriever
+from tests.support.retrieval_helpers import make_snapshot as snapshot_of
 
 GROUPS = ("hr", "board", "finance")
 COMMON = ("leave", "staff", "days", "policy", "approval", "salary")

@@ -51,7 +51,7 @@ __all__ = ["PIPELINE_VERSION", "IngestReport", "Progress", "embedder_window", "i
 logger = logging.getLogger(__name__)
 
 # Bump when chunking changes shape, so every document is re-chunked once;
-# tests/test_pipeline_version.py fails when the sample chunks change without a bump.
+# tests/chunking/test_pipeline_version.py fails when the sample chunks change without a bump.
 PIPELINE_VERSION = "8"
 _EMBED_GROUP = 512
 # Chunks per embedding call inside a group, so progress moves every few seconds; a multiple
