@@ -50,6 +50,17 @@ def run_python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+# Tests with these marks start a browser, a server or a model: slow whatever they check.
+SLOW_BY_KIND = ("browser", "server", "llm")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every browser, server and llm test ``slow`` too (``pytest -m "not slow"``)."""
+    for item in items:
+        if any(item.get_closest_marker(kind) for kind in SLOW_BY_KIND):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(autouse=True)
 def _clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
     """Keep the developer's own configuration out of every test."""

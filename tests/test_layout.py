@@ -10,6 +10,7 @@ vendor rule, which ignores type-only imports (they load nothing at run time).
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -70,11 +71,13 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def modules() -> list[tuple[str, ast.Module]]:
-    return [
+@functools.cache
+def modules() -> tuple[tuple[str, ast.Module], ...]:
+    """Every module of the package, parsed once per session (the tests only read the trees)."""
+    return tuple(
         (module_name(p), ast.parse(p.read_text(encoding="utf-8")))
         for p in sorted(PACKAGE.rglob("*.py"))
-    ]
+    )
 
 
 def stage_of(module: str) -> int:
@@ -105,6 +108,14 @@ def imports(tree: ast.Module, *, runtime_only: bool) -> Iterator[tuple[str, int]
                 yield node.module, node.lineno
 
 
+@functools.cache
+def module_imports(*, runtime_only: bool) -> tuple[tuple[str, tuple[tuple[str, int], ...]], ...]:
+    """``(module, its imports)`` for every module, walked once per session for each kind."""
+    return tuple(
+        (name, tuple(imports(tree, runtime_only=runtime_only))) for name, tree in modules()
+    )
+
+
 def test_the_folder_tree_is_the_pipeline() -> None:
     top = {p.name for p in PACKAGE.iterdir() if not p.name.startswith((".", "__pycache__"))}
     packages = {p for p in top if (PACKAGE / p).is_dir()}
@@ -115,8 +126,8 @@ def test_the_folder_tree_is_the_pipeline() -> None:
 
 def test_imports_run_down_the_stage_order() -> None:
     upward = []
-    for name, tree in modules():
-        for target, line in imports(tree, runtime_only=False):
+    for name, found in module_imports(runtime_only=False):
+        for target, line in found:
             if target.startswith("assistant.") and stage_of(target) > stage_of(name):
                 upward.append(f"{name}:{line} imports {target}")
     assert upward == []
@@ -125,9 +136,9 @@ def test_imports_run_down_the_stage_order() -> None:
 def test_answering_reaches_retrieval_only_through_the_searcher_protocol() -> None:
     reached = [
         f"{name}:{line} imports {target}"
-        for name, tree in modules()
+        for name, found in module_imports(runtime_only=False)
         if name.startswith("assistant.answering")
-        for target, line in imports(tree, runtime_only=False)
+        for target, line in found
         if target.startswith(("assistant.retrieval", "assistant.index"))
     ]
     assert reached == []
@@ -144,8 +155,8 @@ def test_each_outside_library_has_one_owner(library: str) -> None:
     importers = sorted(
         {
             name
-            for name, tree in modules()
-            for target, _ in imports(tree, runtime_only=True)
+            for name, found in module_imports(runtime_only=True)
+            for target, _ in found
             if target == library or target.startswith(library + ".")
         }
     )
