@@ -72,6 +72,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return found
 
 
+@pytest.mark.slow
 def test_the_wheel_holds_every_module(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         shipped = {n for n in archive.namelist() if n.startswith("assistant/")}
@@ -80,6 +81,7 @@ def test_the_wheel_holds_every_module(wheel: Path) -> None:
     assert "assistant/py.typed" in shipped
 
 
+@pytest.mark.slow
 def test_a_non_editable_install_ingests_and_searches(wheel: Path, tmp_path: Path) -> None:
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
