@@ -184,3 +184,83 @@ def test_every_file_kind_is_a_format_module_with_a_load_function() -> None:
     for kind in sorted(set(_KINDS.values())):
         module = importlib.import_module(f"assistant.documents.{kind}")
         assert callable(module.load), kind
+
+
+MAX_FUNCTION_LINES = 80
+
+
+def test_no_function_is_over_80_lines() -> None:
+    long = [
+        f"{name}.{node.name}: {node.end_lineno - node.lineno + 1} lines"
+        for name, tree in modules()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.end_lineno is not None
+        and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
+    ]
+    assert long == []
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the modules of the package it imports (function-level and type-only too).
+
+    ``from assistant.x import name`` counts as importing ``assistant.x`` when ``name`` is
+    no module; a package's own ``__init__`` is not counted as imported by its modules.
+    """
+    known = {name for name, _ in modules()}
+
+    def resolve(target: str) -> str:
+        while target and target not in known:
+            target = target.rpartition(".")[0]
+        return target
+
+    return {
+        name: {
+            module
+            for target, _ in found
+            if target.startswith("assistant.") and (module := resolve(target)) not in ("", name)
+        }
+        for name, found in module_imports(runtime_only=False)
+    }
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan's algorithm)."""
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        order[node] = low[node] = len(order)
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in order:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], order[nxt])
+        if low[node] == order[node]:
+            group = []
+            while (member := stack.pop()) != node:
+                group.append(member)
+            group.append(node)
+            if len(group) > 1:
+                circles.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in order:
+            visit(node)
+    return circles
+
+
+def test_no_import_circle_in_the_package() -> None:
+    assert import_circles(import_graph()) == []
+
+
+def test_the_circle_check_sees_a_circle_through_a_function_level_import() -> None:
+    tree = ast.parse("def f():\n    from assistant.cli.audit import run_command\n")
+    assert [t for t, _ in imports(tree, runtime_only=False)] == ["assistant.cli.audit"]
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert import_circles(graph) == [["a", "b", "c"]]
+    assert import_circles({"a": {"b"}, "b": set()}) == []
