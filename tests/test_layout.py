@@ -264,3 +264,12 @@ def test_the_circle_check_sees_a_circle_through_a_function_level_import() -> Non
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert import_circles(graph) == [["a", "b", "c"]]
     assert import_circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_tests_mirror_the_packages() -> None:
+    tests = ROOT / "tests"
+    folders = {p.name for p in tests.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert set(STAGES[1:]) <= folders  # one tests folder per package of assistant/
+    assert folders - set(STAGES[1:]) <= {"e2e", "support"}
+    loose = sorted(p.name for p in tests.glob("test_*.py"))
+    assert len(loose) <= 5, loose
