@@ -21,11 +21,10 @@ from assistant.api.keys import KeyStore, open_key_store
 from assistant.api.server import build_api
 from assistant.config import APISettings, Settings, UISettings
 from assistant.errors import ConfigError
-from assistant.protocols import AnswerStream
 from assistant.types import ANONYMOUS, SearchFilters, Turn, User
 from assistant.users import add_user
 from tests.conftest import free_port
-from tests.support.ui_fakes import FakeService
+from tests.support.ui_fakes import FakeService, FakeStream
 
 QUESTION = "What is the emergency loan interest rate?"
 
@@ -44,7 +43,7 @@ class UserService(FakeService):
         k: int | None = None,
         filters: SearchFilters | None = None,
         user: User = ANONYMOUS,
-    ) -> AnswerStream:
+    ) -> FakeStream:
         self.users.append(user)
         return super().ask(question, history, k=k, filters=filters, user=user)
 
