@@ -88,7 +88,7 @@ class ChatAudit:
         elif liked is False:
             rating, reason = "down", ""
         elif liked in ("", None):  # Gradio sends "" when a thumb is clicked off again
-            self.log.withdraw(record_id)
+            self.log.withdraw(record_id, user=user.name)
             return "", WITHDRAWN
         else:
             rating, reason = "down", _clean(str(liked))

@@ -71,9 +71,10 @@ def test_a_thumb_on_the_answer_or_its_sources_finds_the_record(tmp_path: Path) -
     assert record_id_at(history, 2) == record_id  # the sources message of the same answer
     assert record_id_at(history, 0) == ""  # the question itself
     assert record_id_at(history, 99) == ""
-    from assistant.types import User
+    from assistant.types import ANONYMOUS
 
-    amina = User(name="amina")
+    # The answer was asked without a login: only that same user may rate it (issue 27, D7).
+    amina = ANONYMOUS
     assert audit.rate(history, 1, True, user=amina)[0] == record_id
     assert log.flush()
     assert log.store.records()[0][1].rating == "up"  # type: ignore[union-attr]
@@ -90,7 +91,7 @@ def test_a_thumb_on_the_answer_or_its_sources_finds_the_record(tmp_path: Path) -
         "down",
         "the fee is wrong",
         "No fee on emergency loans.",
-        "amina",
+        ANONYMOUS.name,
     )
 
 
