@@ -32,6 +32,7 @@ __all__ = [
     "EVERYONE",
     "AccessRuleError",
     "AccessRules",
+    "audience_now",
     "parse_groups",
     "read_rules",
     "unapplied_access_file",
@@ -155,6 +156,33 @@ def parse_rules(text: str, *, name: str) -> AccessRules:
         glob = _glob(pattern.strip(), where=where, name=name)
         rules.append(_Rule(glob, audience, number, line))
     return AccessRules(tuple(rules), name)
+
+
+def audience_now(
+    front_matter: tuple[str, ...] | None,
+    *,
+    root: Path,
+    path: Path,
+    source: str,
+    default: tuple[str, ...] = (),
+) -> tuple[str, ...]:
+    """Return the audience the ingest would give ``path`` as it is on disk now.
+
+    Front matter first, else the last matching rule of ``root``'s access file,
+    else ``default`` — the ingest's order. The viewer checks the bytes it serves
+    with this, since they may be newer than the indexed version.
+
+    Raises:
+        AccessRuleError: The access file cannot be parsed, or one that is not
+            applied governs the file (fail closed: the caller shows nothing).
+    """
+    if front_matter is not None:
+        return front_matter
+    ignored = unapplied_access_file(root, path)
+    if ignored is not None:
+        raise AccessRuleError(str(ignored), "an access file that is not applied governs it")
+    found = read_rules(root).audience_of(source)
+    return found if found is not None else default
 
 
 def unapplied_access_file(folder: Path, path: Path, *, single: bool = False) -> Path | None:
