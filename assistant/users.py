@@ -182,13 +182,20 @@ class Directory:
         """Return whether the socket peer ``client`` is a configured proxy."""
         return client is not None and peer_address(client) in self.trusted_proxies
 
-    def resolve(self, *, login: str | None, client: str | None, headers: Mapping[str, str]) -> User:
+    def resolve(
+        self,
+        *,
+        login: str | None,
+        client: str | None,
+        headers: Mapping[str, str] | Sequence[tuple[str, str]],
+    ) -> User:
         """Return who sends a request: the proxy's headers, else the login, else ANONYMOUS.
 
         Args:
             login: The user name of the request's login session, if any.
             client: The socket peer of the connection (never a forwarded address).
-            headers: The request headers (names in any case).
+            headers: The request headers (names in any case); give every header
+                line, repeated ones too (a mapping hides a second identity header).
         """
         if self.trusts(client):
             proxied = proxy_user(headers)

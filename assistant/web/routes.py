@@ -84,7 +84,7 @@ def request_user(request: Request, directory: Directory) -> User:
     """Return who sent ``request``: its login, or a trusted proxy's identity headers."""
     client = request.client.host if request.client is not None else None
     return directory.resolve(
-        login=_login(request), client=client, headers=dict(request.headers.items())
+        login=_login(request), client=client, headers=list(request.headers.items())
     )
 
 
