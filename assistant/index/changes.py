@@ -35,6 +35,7 @@ __all__ = [
     "record_changes",
     "section_state",
     "shown_url",
+    "webhook_payload",
 ]
 
 logger = logging.getLogger(__name__)
@@ -248,10 +249,10 @@ def post_changes(url: str, changes: Iterable[DocumentChange]) -> str:
     never leave. Errors name the URL's scheme and host only: the rest of a webhook
     URL is usually its secret.
     """
-    public = [asdict(c) for c in changes if c.public]
-    if not public:
+    payload = webhook_payload(changes)
+    if not payload["changes"]:
         return ""
-    body = json.dumps({"changes": public}, ensure_ascii=False).encode()
+    body = json.dumps(payload, ensure_ascii=False).encode()
     request = urllib.request.Request(
         url, data=body, method="POST", headers={"Content-Type": "application/json"}
     )
@@ -261,6 +262,11 @@ def post_changes(url: str, changes: Iterable[DocumentChange]) -> str:
     except (urllib.error.URLError, OSError, ValueError) as exc:
         return f"the change webhook {shown_url(url)} failed: {_without(str(exc), url)}"
     return "" if 200 <= status < 300 else f"the change webhook {shown_url(url)} answered {status}"
+
+
+def webhook_payload(changes: Iterable[DocumentChange]) -> dict[str, list[dict[str, Any]]]:
+    """Return the webhook's body: the changes of documents public before and after."""
+    return {"changes": [asdict(c) for c in changes if c.public]}
 
 
 def shown_url(url: str) -> str:

@@ -15,7 +15,7 @@ from assistant.config import Settings
 from assistant.errors import AssistantError
 from assistant.users import Directory
 from assistant.web.answer_view import filters_label
-from assistant.web.changes import ChangeFeed, recent_changes_markdown
+from assistant.web.changes import ChangeFeed, recent_changes_markdown, visible_changes
 from assistant.web.feedback import ChatAudit, owner_of
 from assistant.web.identity import user_of
 from assistant.web.turn import Catalog, as_list
@@ -152,14 +152,7 @@ def _changes_panel(changes: ChangeFeed, catalog: Catalog, directory: Directory |
             readable = {source for source, _ in catalog(user)[0]}
         except AssistantError:
             readable = set()
-        # A change is listed only to users who could read the document before and after
-        # it, and can now: a restricted era's section names stay restricted (D8).
-        shown = [
-            c
-            for c in changes.recent()
-            if (c.source in readable and c.readable_by(user))
-            or (user.is_admin and c.change == "removed")
-        ]
+        shown = visible_changes(changes.recent(), readable=readable, user=user)
         return recent_changes_markdown(shown, days=changes.days)
 
     # Read again on opening: an ingest may have run since the page loaded.
