@@ -284,3 +284,26 @@ def test_a_users_file_change_reaches_a_running_app(tmp_path: Path) -> None:
         assert ann.get("/doc/leave.md").status_code == 200
         bob = httpx.post(served.url + "/login", data={"username": "bob", "password": "pw-bob-123"})
         assert not bob.is_success
+
+
+def test_examples_drawn_from_the_corpus_never_come_from_a_restricted_document(
+    tmp_path: Path,
+) -> None:
+    """An outsider's example questions: only documents everyone reads (new case)."""
+    from assistant.retrieval.factory import open_retriever
+    from assistant.web.examples import corpus_examples
+
+    docs = write(
+        tmp_path / "docs",
+        {
+            **CORPUS,
+            "hr/faq.md": "# HR FAQ\n\n## What is the zorbex band?\n\nIt pays florins.\n",
+        },
+    )
+    (docs / ".access").write_text(ACCESS, encoding="utf-8")
+    settings = settings_for(tmp_path / "idx")
+    ingest([docs], settings=settings, embedder=FakeEmbedder())
+    retriever = open_retriever(settings, embedder=FakeEmbedder())
+    examples = " ".join(corpus_examples(retriever.snapshot(), retriever)).lower()
+    for secret in ("zorbex", "salary", "board", "merger"):
+        assert secret not in examples
