@@ -52,13 +52,13 @@ ASSISTANT_API_QUEUE            API requests waiting for a slot, per worker, befo
 ASSISTANT_API_WORKERS          API worker processes
 ASSISTANT_PUBLIC_URL           the chat UI's public base URL, for absolute viewer links
 ASSISTANT_USERS                users and groups file (TOML, bcrypt hashes; docs/access.md)
-ASSISTANT_TRUSTED_PROXIES      addresses whose X-Forwarded-User/-Groups headers are trusted
+ASSISTANT_TRUSTED_PROXIES      IP addresses whose X-Forwarded-User/-Groups headers are trusted
 ASSISTANT_DEFAULT_AUDIENCE     groups of documents no rule gives an audience (empty: everyone)
 ASSISTANT_AUDIT                audit log mode: ``full`` (default), ``anonymised`` or ``off``
 ASSISTANT_AUDIT_DB             the audit database (default ``INDEX-audit.sqlite3`` beside the index)
 ASSISTANT_AUDIT_RETENTION_DAYS days an audit record is kept (default 365; 0 keeps all)
 ASSISTANT_CHANGES_DAYS         a citation of a section changed this recently says "updated on"
-ASSISTANT_CHANGES_WEBHOOK      URL that gets each ingest's change list as a JSON POST
+ASSISTANT_CHANGES_WEBHOOK      URL that gets each ingest's public changes as a JSON POST
 ASSISTANT_EXAMPLES             example questions on the landing page, separated by ``|``
                                (unset: drawn from the corpus; ``none``: no examples)
 =============================  =====================================================
