@@ -38,7 +38,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from assistant.answering.service import shown_text
-from assistant.api.keys import KeyStore
+from assistant.api.keys import KeyStore, open_key_store
 from assistant.api.protocol import (
     ChatRequest,
     chunk,
@@ -156,7 +156,7 @@ class _Api:
         if self.settings.api.anonymous_loopback and _loopback(request):
             # Clients such as the openai library always send some key; on loopback
             # with anonymous calls enabled a key that matches nothing is no key.
-            return ANONYMOUS
+            return ANONYMOUS if _from_this_host(request, self.settings) else _cross_site()
         if not self.keys.configured():
             # The problem itself names a server path: it is in the server's log.
             broken = " (the keys file is not valid; see the server log)"
@@ -217,6 +217,35 @@ def _loopback(request: Request) -> bool:
         return False
 
 
+def _from_this_host(request: Request, settings: Settings) -> bool:
+    """Return whether a keyless loopback call comes from a program, not a web page.
+
+    A browser adds ``Origin`` to every cross-site POST (and to ``no-cors`` ones),
+    and a page reached through DNS rebinding sends its own host name as ``Host``.
+    """
+    if "origin" in request.headers:
+        return False
+    port = settings.api.port
+    names = {settings.api.host, "127.0.0.1", "localhost", "[::1]"}
+    allowed = {f"{name}:{port}".lower() for name in names}
+    return request.headers.get("host", "").strip().lower() in allowed
+
+
+def _cross_site() -> JSONResponse:
+    return _error(
+        403,
+        "Calls without a key are taken from programs on this host only: this one came "
+        "from a web page (an Origin header) or through another host name.",
+        kind="invalid_request_error",
+        code="cross_site_request",
+    )
+
+
+def _json_body(request: Request) -> bool:
+    kind = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    return kind == "application/json"
+
+
 def build_api(
     service: ChatService,
     *,
@@ -237,7 +266,7 @@ def build_api(
     api = _Api(
         service,
         settings=settings,
-        keys=keys or KeyStore(settings.api.keys_path(settings.store.path)),
+        keys=keys or open_key_store(settings),
         tokenizer=tokenizer or get_tokenizer(settings.chunking.encoding),
         audit=audit,
     )
@@ -268,6 +297,9 @@ def build_api(
         user = api.authenticate(request)
         if isinstance(user, Response):
             return user
+        if not _json_body(request):
+            message = "Send the body as JSON, with 'Content-Type: application/json'."
+            return _error(415, message, kind="invalid_request_error", code="unsupported_media_type")
         try:
             body = json.loads(await request.body())
             parsed = parse_chat_request(body, models=api.models)
@@ -475,7 +507,7 @@ def create_app() -> Starlette:
         retriever.embedder.embed(["warm-up"])
     except AssistantError as exc:
         logger.warning("the embedding model failed to load: %s", exc)
-    keys = KeyStore(settings.api.keys_path(settings.store.path))
+    keys = open_key_store(settings)
     if not keys.configured() and not settings.api.anonymous_loopback:
         logger.warning("no API key in %s: every request gets 401", keys.path)
     log = open_audit_log(settings)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
@@ -61,11 +62,14 @@ class AuditStore:
         """
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            _private(self.path)
             connection = self._connect()
             connection.execute("PRAGMA journal_mode=WAL")
             for statement in _SCHEMA:
                 connection.execute(statement)
             connection.commit()
+            for companion in ("-wal", "-shm"):
+                _private(self.path.with_name(self.path.name + companion), create=False)
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(f"cannot open the audit log {self.path}: {exc}") from exc
         with closing(connection):
@@ -95,6 +99,24 @@ class AuditStore:
         except sqlite3.Error as exc:
             raise StoreError(f"cannot read the audit log {self.path}: {exc}") from exc
         return [(_record(row), _feedback(row)) for row in rows]
+
+
+def _private(path: Path, *, create: bool = True) -> None:
+    """Make ``path`` readable by its owner only, creating it empty (0600) if asked.
+
+    SQLite gives the ``-wal`` and ``-shm`` files the mode of the database, so a
+    database created 0600 keeps its companions private; one found readable by
+    others (an older version made it with the umask) is tightened, with a warning.
+    """
+    if create:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600))
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return
+    if mode & 0o077:
+        path.chmod(0o600)
+        logger.warning("%s was readable by others (%o): made it 0600", path, mode & 0o777)
 
 
 def _translated(method: Callable[_P, _R]) -> Callable[_P, _R]:
@@ -140,8 +162,15 @@ class AuditWriter:
             )
 
     @_translated
-    def add_feedback(self, feedback: Feedback) -> None:
-        """Store ``feedback``, replacing any earlier feedback on the same answer."""
+    def add_feedback(self, feedback: Feedback) -> bool:
+        """Store ``feedback``, replacing any earlier feedback on the same answer.
+
+        Only the user the answer was recorded for may rate it: feedback on an
+        answer of another user, or on no stored answer, stores nothing.
+
+        Returns:
+            Whether it was stored.
+        """
         row = (
             feedback.record_id,
             feedback.time,
@@ -149,17 +178,33 @@ class AuditWriter:
             feedback.rating,
             feedback.reason,
             feedback.correction,
+            feedback.record_id,
+            feedback.user,
         )
         with self._connection:
-            self._connection.execute(
-                "INSERT OR REPLACE INTO feedback VALUES (?, ?, ?, ?, ?, ?)", row
+            cursor = self._connection.execute(
+                "INSERT OR REPLACE INTO feedback SELECT ?, ?, ?, ?, ?, ? "
+                "WHERE EXISTS (SELECT 1 FROM answers WHERE id = ? AND user = ?)",
+                row,
             )
+        return cursor.rowcount > 0
 
     @_translated
-    def remove_feedback(self, record_id: str) -> None:
-        """Forget the feedback on one answer (the user took the thumb back)."""
+    def newest(self) -> str:
+        """Return the time of the newest stored answer ("" when there is none)."""
+        row = self._connection.execute("SELECT MAX(time) FROM answers").fetchone()
+        return str(row[0]) if row and row[0] else ""
+
+    @_translated
+    def remove_feedback(self, record_id: str, user: str) -> bool:
+        """Forget ``user``'s feedback on one of their answers (they took the thumb back)."""
         with self._connection:
-            self._connection.execute("DELETE FROM feedback WHERE answer_id = ?", (record_id,))
+            cursor = self._connection.execute(
+                "DELETE FROM feedback WHERE answer_id = ? AND user = ? "
+                "AND EXISTS (SELECT 1 FROM answers WHERE id = ? AND user = ?)",
+                (record_id, user, record_id, user),
+            )
+        return cursor.rowcount > 0
 
     @_translated
     def purge(self, *, before: str) -> int:

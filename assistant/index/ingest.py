@@ -26,7 +26,12 @@ import numpy.typing as npt
 
 from assistant.chunking.chunker import chunk_document
 from assistant.config import Settings
-from assistant.documents.access import AccessRuleError, AccessRules, read_rules
+from assistant.documents.access import (
+    AccessRuleError,
+    AccessRules,
+    read_rules,
+    unapplied_access_file,
+)
 from assistant.documents.loading import check_file, discover, load_document, read_file
 from assistant.errors import DocumentError, EmptyDocumentError
 from assistant.index.changes import SectionState, post_changes, record_changes, section_state
@@ -240,9 +245,11 @@ def _signature(run: _Run, rule_audience: tuple[str, ...] | None = None) -> str:
 
 def _rules_of(roots: Sequence[Path]) -> dict[Path, AccessRules | AccessRuleError]:
     rules: dict[Path, AccessRules | AccessRuleError] = {}
-    for root in roots:
+    for given in roots:
+        # Keyed by the folder `discover` names as the root (a single file's folder).
+        root = given if given.is_dir() else given.parent
         try:
-            rules[root] = read_rules(root)
+            rules[root] = read_rules(given)
         except AccessRuleError as exc:
             logger.error("%s", exc)
             rules[root] = exc
@@ -254,6 +261,7 @@ def _scan(roots: Sequence[Path], *, run: _Run) -> tuple[list[Candidate], list[Pr
     problems: list[Problem] = []
     owner: dict[str, Path] = {}
     rules = _rules_of(roots)
+    singles = {root for root in roots if root.is_file()}
     for root, path in discover(roots):
         source = path.relative_to(root).as_posix()
         if source in owner and owner[source] != root:
@@ -264,6 +272,10 @@ def _scan(roots: Sequence[Path], *, run: _Run) -> tuple[list[Candidate], list[Pr
         if isinstance(governing, AccessRuleError):
             # Fail closed: without its audience a document is not written at all.
             problems.append(Problem(source, f"access rules {governing}; not ingested"))
+            continue
+        ignored = unapplied_access_file(root, path, single=path in singles)
+        if ignored is not None:
+            problems.append(Problem(source, _UNAPPLIED.format(file=ignored)))
             continue
         audience = governing.audience_of(source)
         try:
@@ -277,7 +289,25 @@ def _scan(roots: Sequence[Path], *, run: _Run) -> tuple[list[Candidate], list[Pr
             problems.append(Problem(source, f"cannot read file: {exc.strerror or exc}"))
             continue
         candidates.append(Candidate(root, path, source, key, audience))
+    _warn_unused(rules, candidates)
     return candidates, problems
+
+
+_UNAPPLIED = (
+    "access rules {file} are not applied to this document (only the .access file of the "
+    "folder given to the ingest is read); not ingested: move the rules there, or ingest "
+    "that folder"
+)
+
+
+def _warn_unused(
+    rules: Mapping[Path, AccessRules | AccessRuleError], candidates: Sequence[Candidate]
+) -> None:
+    for root, governing in rules.items():
+        if isinstance(governing, AccessRules):
+            sources = [c.source for c in candidates if c.root == root]
+            for message in governing.unused(sources):
+                logger.warning("%s (it protects nothing)", message)
 
 
 @dataclass(frozen=True, slots=True)

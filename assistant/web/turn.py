@@ -25,7 +25,7 @@ from assistant.types import ANONYMOUS, Answer, SearchFilters, Turn, User
 from assistant.users import Directory
 from assistant.web.answer_view import filter_note, filter_words
 from assistant.web.changes import ChangeFeed
-from assistant.web.feedback import RECORD_PREFIX, ChatAudit
+from assistant.web.feedback import RECORD_PREFIX, ChatAudit, owner_of
 from assistant.web.format import escape_markdown, history_to_turns, trace_markdown
 from assistant.web.identity import user_of
 from assistant.web.messages import (
@@ -89,6 +89,7 @@ class _Shown:
     audit: ChatAudit | None = None
     changes: ChangeFeed | None = None
     user: User = field(default=ANONYMOUS)
+    owner: str = ""
 
 
 def make_responder(
@@ -140,6 +141,7 @@ def make_responder(
         shown = _Shown(filters=filter_words(filters, titles), names=names)
         shown.no_match_note = filter_note(filters, titles)
         shown.audit, shown.changes, shown.user = audit, changes, user
+        shown.owner = owner_of(user, getattr(request, "session_hash", None))
         top_k = _clamp_k(k, default=settings.retrieval.top_k)
         turns = history_to_turns(history)
         yield from _answer(service, question, turns, k=top_k, filters=filters, shown=shown)
@@ -308,6 +310,7 @@ def _record(
         filters=filters or SearchFilters(),
         user=shown.user,
         timings_s=timings,
+        owner=shown.owner,
     )
     if record_id:
         message.metadata = {"id": RECORD_PREFIX + record_id}

@@ -322,7 +322,7 @@ def test_errors_are_openai_shaped(server: ApiServer, api_key: str) -> None:
     bad_json = httpx.post(
         server.url + "/v1/chat/completions",
         content=b"{not json",
-        headers={"Authorization": f"Bearer {api_key}"},
+        headers={"Authorization": f"Bearer {api_key}", "Content-Type": "application/json"},
     )
     _assert_error(bad_json, 400, "invalid_json")
     _assert_error(_post(server, {"messages": []}, api_key), 400, "invalid_messages")
