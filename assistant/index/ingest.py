@@ -28,6 +28,7 @@ from assistant.chunking.chunker import chunk_document
 from assistant.config import Settings
 from assistant.documents.access import AccessRuleError, AccessRules, read_rules
 from assistant.documents.loading import check_file, discover, load_document, read_file
+from assistant.documents.sandbox import ParseBudget, Sandbox, shared_sandbox
 from assistant.errors import DocumentError, EmptyDocumentError
 from assistant.index.changes import SectionState, post_changes, record_changes, section_state
 from assistant.index.chroma import ChromaIndex
@@ -85,6 +86,7 @@ class _Run:
     embedder: Embedder
     index: ChromaIndex
     progress: Progress
+    sandbox: Sandbox = field(default_factory=shared_sandbox)
     problems: list[Problem] = field(default_factory=list)
     skipped: list[Problem] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
@@ -115,6 +117,7 @@ def ingest(
     rebuild: bool = False,
     wait: bool = False,
     progress: Progress | None = None,
+    budget: ParseBudget | None = None,
 ) -> IngestReport:
     """Bring the index in line with the documents under ``roots``.
 
@@ -131,6 +134,8 @@ def ingest(
             as each file is parsed, and (when writing) ``chunks`` as chunks are
             embedded and written, its total an estimate from the bytes parsed so far
             until the last document is parsed.
+        budget: The time and memory each file's parse may use (in a helper
+            process); a file over it is a problem, and the run goes on.
 
     Returns:
         What was (or, for a dry run, would be) done.
@@ -143,7 +148,7 @@ def ingest(
     index = ChromaIndex(
         settings.store, embedder_identity=embedder.identity, dimension=embedder.dimension
     )
-    run = _Run(settings, embedder, index, progress or _no_progress)
+    run = _Run(settings, embedder, index, progress or _no_progress, sandbox=shared_sandbox(budget))
     resolved = [root.resolve() for root in roots]
     if dry_run:
         return _execute(run, resolved, dry_run=True, prune=prune, strict=strict)
@@ -364,7 +369,7 @@ def _parse_one(
     path, root, source = candidate.path, candidate.root, candidate.source
     try:
         data = read_file(path, root=root, source=source)
-        document = load_document(path, root=root, source=source, data=data)
+        document = load_document(path, root=root, source=source, data=data, sandbox=run.sandbox)
     except EmptyDocumentError as exc:
         logger.info("skipping %s: %s", candidate.source, exc.reason)
         run.skipped.append(Problem(candidate.source, exc.reason))
