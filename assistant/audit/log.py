@@ -178,20 +178,35 @@ class AuditLog:
             return self._key
 
     def _run(self) -> None:
+        pending: list[object] = []  # an item taken, not yet written: the file moved
         while True:
             try:
                 with self.store.writer() as writer:
-                    while True:
-                        item = self._queue.get()
-                        try:
-                            if item is _STOP:
-                                return
-                            self._write(writer, item)
-                        finally:
-                            self._queue.task_done()
+                    if self._serve(writer, pending):
+                        return
             except StoreError as exc:
-                if self._drop_one(exc):
+                if pending:  # the file moved and cannot be made again: that item is lost
+                    pending.clear()
+                    self._queue.task_done()
+                    self._warn("audit log unavailable, a record is lost: %s", exc)
+                elif self._drop_one(exc):
                     return
+
+    def _serve(self, writer: AuditWriter, pending: list[object]) -> bool:
+        """Write queued items until stopped (True) or the file moved (False)."""
+        while True:
+            item = pending.pop() if pending else self._queue.get()
+            if item is not _STOP and writer.moved():
+                # Not throttled: records would go to a file nobody can read again.
+                logger.warning("the audit log %s was deleted or replaced; reopening it", self.path)
+                pending.append(item)
+                return False
+            try:
+                if item is _STOP:
+                    return True
+                self._write(writer, item)
+            finally:
+                self._queue.task_done()
 
     def _drop_one(self, exc: StoreError) -> bool:
         """The database cannot be opened: drop the next item (try again for the one after).
@@ -223,8 +238,8 @@ class AuditLog:
     def _purge(self, writer: AuditWriter) -> None:
         if not self._retention_days:
             return
-        cutoff = dt.datetime.now(dt.UTC) - dt.timedelta(days=self._retention_days)
         try:
+            cutoff = self._cutoff(writer.newest())
             deleted = writer.purge(before=cutoff.isoformat(timespec="seconds"))
         except StoreError as exc:
             self._warn("cannot apply the audit retention: %s", exc)
@@ -233,6 +248,29 @@ class AuditLog:
             logger.info(
                 "deleted %d audit records older than %d days", deleted, self._retention_days
             )
+
+    def _cutoff(self, newest: str) -> dt.datetime:
+        """Records before this go: by the clock, but never later than the newest record allows.
+
+        A clock jumped far ahead (a wrong NTP answer, a VM restored) would otherwise
+        purge the whole history (finding D19).
+        """
+        now = dt.datetime.now(dt.UTC)
+        keep = dt.timedelta(days=self._retention_days)
+        try:
+            last = dt.datetime.fromisoformat(newest) if newest else now
+        except ValueError:
+            last = now
+        if last.tzinfo is None:
+            last = last.replace(tzinfo=dt.UTC)
+        if now - last > dt.timedelta(days=1):
+            logger.warning(
+                "the clock (%s) is more than a day ahead of the newest audit record (%s): "
+                "retention counts from that record",
+                now.isoformat(timespec="seconds"),
+                newest,
+            )
+        return min(now, last) - keep
 
     def _warn(self, message: str, *args: object) -> None:
         now = time.monotonic()
