@@ -86,10 +86,11 @@ class AuditStore:
         main file as it is, which after a clean close holds every record.
         """
         uri = "file:" + urllib.parse.quote(str(self.path.resolve()))
+        connection = sqlite3.connect(uri + "?mode=ro", timeout=self._timeout, uri=True)
         try:
-            connection = sqlite3.connect(uri + "?mode=ro", timeout=self._timeout, uri=True)
             connection.execute("SELECT 1 FROM answers LIMIT 1")
         except sqlite3.OperationalError as exc:
+            connection.close()
             if os.access(self.path.parent, os.W_OK) and not _read_only_mount(self.path):
                 raise
             logger.info("reading the audit log %s as immutable (%s)", self.path, exc)

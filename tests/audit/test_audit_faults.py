@@ -110,7 +110,8 @@ def read_only(tmp_path: Path) -> Iterator[Path]:
     target = tmp_path / "ro"
     target.mkdir()
     yield target
-    subprocess.run(["umount", str(target)], check=False, capture_output=True)
+    if subprocess.run(["mountpoint", "-q", str(target)], check=False).returncode == 0:
+        subprocess.run(["umount", str(target)], check=True)  # fails loudly if a file is open
 
 
 def _mount_read_only(target: Path) -> None:
