@@ -30,7 +30,14 @@ from assistant.documents.access import AccessRuleError, AccessRules, read_rules
 from assistant.documents.loading import check_file, discover, load_document, read_file
 from assistant.documents.sandbox import ParseBudget, Sandbox, shared_sandbox
 from assistant.errors import DocumentError, EmptyDocumentError
-from assistant.index.changes import SectionState, post_changes, record_changes, section_state
+from assistant.index.changes import (
+    SectionState,
+    post_changes,
+    record_changes,
+    recover_pending,
+    section_state,
+    write_pending,
+)
 from assistant.index.chroma import ChromaIndex
 from assistant.index.codec import encode_chunk
 from assistant.index.lock import writer_lease, writer_lock
@@ -95,6 +102,7 @@ class _Run:
     oversize: int = 0
     sections: dict[str, SectionState] = field(default_factory=dict)
     changes: tuple[DocumentChange, ...] = ()
+    recovered: tuple[DocumentChange, ...] = ()
     embedded: int = 0
     estimate: _ChunkEstimate = field(default_factory=lambda: _ChunkEstimate(0))
     # What this run changed, for the change record readers patch their snapshots from.
@@ -189,6 +197,8 @@ def _execute(
             return _report(run, plan, stored, dry_run=True, planned_chunks=planned)
         run.oversize = 0
         run.skipped.clear()  # the write pass below parses (and skips) them again
+    if _keeps_changes(run):  # what a run killed after its commit did not list
+        run.recovered = tuple(recover_pending(run.settings.store.path))
     if plan.to_process or plan.removed:
         run.index.begin_write()
     elif not run.index.exists():
@@ -201,6 +211,7 @@ def _execute(
     _remove(run, plan)
     _remove_skipped(run, stored_ids)
     if plan.to_process or plan.removed:
+        _note_pending(run, plan, stored_ids)
         run.index.commit(documents=run.documents, upserted=run.upserted, deleted=run.deleted_ids)
     else:
         run.index.republish()
@@ -208,20 +219,39 @@ def _execute(
     return _report(run, plan, stored, dry_run=False, planned_chunks=0)
 
 
-def _record_changes(run: _Run, plan: IngestPlan, stored_ids: dict[str, frozenset[str]]) -> None:
-    if run.settings.store.is_remote and not run.settings.store.path.is_dir():
-        return  # a Chroma server and no local index directory to keep the list in
+def _keeps_changes(run: _Run) -> bool:
+    # A Chroma server and no local index directory: there is no change list to keep.
+    return not (run.settings.store.is_remote and not run.settings.store.path.is_dir())
+
+
+def _removed(run: _Run, plan: IngestPlan, stored_ids: dict[str, frozenset[str]]) -> list[str]:
     removed = [d.source for d in plan.removed]
-    removed += [s.source for s in run.skipped if stored_ids.get(s.source)]
-    run.changes = tuple(
-        record_changes(
+    return removed + [s.source for s in run.skipped if stored_ids.get(s.source)]
+
+
+def _note_pending(run: _Run, plan: IngestPlan, stored_ids: dict[str, frozenset[str]]) -> None:
+    """Before the commit, note what it lists: a kill after it loses nothing (D11)."""
+    if _keeps_changes(run):
+        write_pending(
             run.settings.store.path,
             run.sections,
             added=[c.source for c in plan.added],
-            removed=removed,
+            removed=_removed(run, plan, stored_ids),
             time=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         )
+
+
+def _record_changes(run: _Run, plan: IngestPlan, stored_ids: dict[str, frozenset[str]]) -> None:
+    if not _keeps_changes(run):
+        return
+    listed = record_changes(
+        run.settings.store.path,
+        run.sections,
+        added=[c.source for c in plan.added],
+        removed=_removed(run, plan, stored_ids),
+        time=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     )
+    run.changes = (*run.recovered, *listed)
 
 
 def _signature(run: _Run, rule_audience: tuple[str, ...] | None = None) -> str:
