@@ -6,6 +6,7 @@ mount where the test runs as root).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import io
 import json
@@ -139,3 +140,61 @@ def test_audit_export_reads_a_database_on_a_read_only_mount(read_only: Path) -> 
         "r00001",
         "r00002",
     ]
+
+
+def test_a_database_overwritten_with_garbage_never_blocks_or_breaks_the_chat(
+    tmp_path: Path,
+) -> None:
+    """Issue 28 (own round): random bytes written over a live database."""
+    path = tmp_path / "audit.sqlite3"
+    log = AuditLog(path)
+    log.record(record(1))
+    written(log)
+    with path.open("r+b") as damaged:
+        damaged.write(bytes(range(256)) * 64)
+    log.record(record(2))  # never raises: the chat goes on
+    assert log.flush()
+    log.close()
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 1 MiB tmpfs (root only; skipped otherwise)."""
+    target = tmp_path / "small"
+    target.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(target)],
+        capture_output=True,
+        text=True,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (needs root): {mounted.stderr.strip()}")
+    yield target
+    subprocess.run(["umount", "-l", str(target)], check=True)
+
+
+def test_a_full_disk_under_the_audit_log_loses_only_what_did_not_fit(
+    small_disk: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 28 (own round): records while the disk is full are dropped with a warning;
+    the ones before stay readable, and writing resumes once space is freed."""
+    path = small_disk / "audit.sqlite3"
+    log = AuditLog(path)
+    log.record(record(1))
+    written(log)
+    filler = small_disk / "filler"
+    with filler.open("wb", buffering=0) as out, contextlib.suppress(OSError):
+        while True:
+            out.write(b"\0" * 4096)
+            out.flush()
+    with caplog.at_level(logging.WARNING, logger="assistant.audit.log"):
+        for n in range(2, 40):
+            log.record(record(n, answer="x" * 4000))
+        assert log.flush(timeout=60)
+    assert "lost" in caplog.text or "full" in caplog.text
+    filler.unlink()
+    log.record(record(99))
+    ids = [r.record_id for r, _ in written(log)]
+    log.close()
+    assert ids[0] == "r00001"
+    assert ids[-1] == "r00099"
