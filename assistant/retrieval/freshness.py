@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from assistant.errors import StoreError
 from assistant.index.reader import IndexReader
 from assistant.retrieval.view import SearchView
 from assistant.types import IndexSnapshot
@@ -37,6 +38,7 @@ _RETRY_S = 1.0
 # ingest has just granted to the asker (round three, finding D29).
 SMALL_INDEX_CHUNKS = 20_000
 FRESH_WAIT_S = 3.0
+_WARN_EVERY_S = 60.0
 
 
 class FreshViews:
@@ -55,6 +57,7 @@ class FreshViews:
         self._published = threading.Condition(self._lock)
         self._worker: threading.Thread | None = None
         self._retry_at = 0.0
+        self._warned_at = -_WARN_EVERY_S
 
     def current(self) -> SearchView:
         """Return the view a question should use now (cheap unless nothing can be masked).
@@ -79,8 +82,16 @@ class FreshViews:
             return self._view or view
 
     def _latest(self) -> SearchView:
-        generation = self._reader.generation()
         view = self._view
+        try:
+            generation = self._reader.generation()
+        except StoreError as exc:
+            if view is None:
+                raise
+            # The store is unreachable (a Chroma server down or restarting): answer from
+            # the view in memory, as docs/hardening.md promises (finding D12).
+            self._warn_unreachable(exc)
+            return view
         if view is not None and view.generation == generation:
             if view.pending:
                 self._ensure_worker()
@@ -93,6 +104,12 @@ class FreshViews:
         if view.pending:
             self._ensure_worker()
         return view
+
+    def _warn_unreachable(self, exc: StoreError) -> None:
+        now = time.monotonic()
+        if now >= self._warned_at + _WARN_EVERY_S:
+            self._warned_at = now
+            logger.warning("the index store is unreachable; answering from memory: %s", exc)
 
     def wait(self, timeout: float) -> bool:
         """Wait until the view holds every row of the committed generation; False on timeout."""
