@@ -12,11 +12,15 @@ from __future__ import annotations
 import ast
 import functools
 import importlib
+import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+import assistant
 from tests.support.paths import ROOT
 
 PACKAGE = ROOT / "assistant"
@@ -273,3 +277,22 @@ def test_the_tests_mirror_the_packages() -> None:
     assert folders - set(STAGES[1:]) <= {"e2e", "support"}
     loose = sorted(p.name for p in tests.glob("test_*.py"))
     assert len(loose) <= 5, loose
+
+
+def test_import_loads_no_vendor_library_and_touches_nothing() -> None:
+    probe = (
+        "import json, os, sys; before = set(os.listdir('.')); import assistant; "
+        "heavy = ['gradio', 'chromadb', 'openai', 'onnxruntime', 'tiktoken', 'markdown_it'];"
+        "print(json.dumps({'loaded': [m for m in heavy if m in sys.modules],"
+        " 'created': sorted(set(os.listdir('.')) - before)}))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert json.loads(out.stdout) == {"loaded": [], "created": []}
+
+
+def test_every_exported_name_exists() -> None:
+    assert sorted(assistant.__all__) == assistant.__all__
+    for name in assistant.__all__:
+        assert hasattr(assistant, name), name
