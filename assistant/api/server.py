@@ -40,6 +40,7 @@ from starlette.types import Receive, Scope, Send
 from assistant.answering.service import shown_text
 from assistant.api.keys import KeyStore, open_key_store
 from assistant.api.protocol import (
+    MAX_MESSAGES,
     ChatRequest,
     chunk,
     completion,
@@ -57,7 +58,7 @@ from assistant.config import Settings
 from assistant.errors import AssistantError, IndexNotFoundError, RequestError
 from assistant.protocols import AnswerStream, ChatService
 from assistant.tokens import Tokenizer, get_tokenizer
-from assistant.types import ANONYMOUS, Answer, User
+from assistant.types import ANONYMOUS, MAX_TURN_CHARS, Answer, User
 
 __all__ = ["ApiAudit", "Gate", "build_api", "create_app", "serve"]
 
@@ -70,6 +71,10 @@ NO_INDEX_MESSAGE = (
     "The API answers from the next request on, with no restart."
 )
 _SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+# The largest request we answer: MAX_MESSAGES messages of MAX_TURN_CHARS ASCII
+# characters and their JSON, twice over for escapes and other fields. A larger body
+# is refused from its Content-Length, or as soon as that many bytes have come.
+MAX_BODY_BYTES = 2 * (MAX_MESSAGES * (MAX_TURN_CHARS + 64))
 
 
 class Gate:
@@ -143,6 +148,7 @@ class _Api:
         self.tokenizer = tokenizer
         self.models = (settings.store.collection,)
         self.gate = Gate(settings.api.concurrency, settings.api.queue)
+        self.reading = 0  # bodies being read now (see `_bounded_body`)
         self.created = int(time.time())
 
     def authenticate(self, request: Request) -> User | JSONResponse:
@@ -300,11 +306,14 @@ def build_api(
         if not _json_body(request):
             message = "Send the body as JSON, with 'Content-Type: application/json'."
             return _error(415, message, kind="invalid_request_error", code="unsupported_media_type")
+        raw = await _bounded_body(api, request)
+        if isinstance(raw, Response):
+            return raw
         try:
-            body = json.loads(await request.body())
+            body = json.loads(raw)
             parsed = parse_chat_request(body, models=api.models)
-        except ValueError:
-            message = "The body is not valid JSON."
+        except (ValueError, RecursionError):  # RecursionError: nested too deeply
+            message = "The body is not valid JSON (or is nested too deeply)."
             return _error(400, message, kind="invalid_request_error", code="invalid_json")
         except RequestError as exc:
             status = 404 if exc.code == "model_not_found" else 400
@@ -341,6 +350,36 @@ class _WorkerHeader:
             await send(message)
 
         await self.app(scope, receive, send_with_header)
+
+
+def _too_large() -> JSONResponse:
+    message = f"The request body is larger than {MAX_BODY_BYTES:,} bytes."
+    return _error(413, message, kind="invalid_request_error", code="request_too_large")
+
+
+async def _bounded_body(api: _Api, request: Request) -> bytes | Response:
+    """Read the body, refusing one over `MAX_BODY_BYTES` before holding it whole.
+
+    At most as many bodies are read at once as the gate admits (slots and queue),
+    so uploads alone cannot take more than that many times the limit.
+    """
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        return _too_large()
+    if api.reading >= api.settings.api.concurrency + api.settings.api.queue:
+        message = "This worker is busy reading other requests; retry shortly."
+        return _error(429, message, kind="rate_limit_error", code="rate_limit_exceeded")
+    api.reading += 1
+    try:
+        parts, size = [], 0
+        async for part in request.stream():
+            size += len(part)
+            if size > MAX_BODY_BYTES:
+                return _too_large()
+            parts.append(part)
+        return b"".join(parts)
+    finally:
+        api.reading -= 1
 
 
 def _json(data: object, status: int = 200) -> JSONResponse:

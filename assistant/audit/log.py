@@ -229,20 +229,35 @@ class AuditLog:
             return self._key
 
     def _run(self) -> None:
+        pending: list[object] = []  # an item taken, not yet written: the file moved
         while True:
             try:
                 with self.store.writer() as writer:
-                    while True:
-                        item = self._queue.get()
-                        try:
-                            if item is _STOP:
-                                return
-                            self._write(writer, item)
-                        finally:
-                            self._queue.task_done()
+                    if self._serve(writer, pending):
+                        return
             except StoreError as exc:
-                if self._drop_one(exc):
+                if pending:  # the file moved and cannot be made again: that item is lost
+                    pending.clear()
+                    self._queue.task_done()
+                    self._warn("audit log unavailable, a record is lost: %s", exc)
+                elif self._drop_one(exc):
                     return
+
+    def _serve(self, writer: AuditWriter, pending: list[object]) -> bool:
+        """Write queued items until stopped (True) or the file moved (False)."""
+        while True:
+            item = pending.pop() if pending else self._queue.get()
+            if item is not _STOP and writer.moved():
+                # Not throttled: records would go to a file nobody can read again.
+                logger.warning("the audit log %s was deleted or replaced; reopening it", self.path)
+                pending.append(item)
+                return False
+            try:
+                if item is _STOP:
+                    return True
+                self._write(writer, item)
+            finally:
+                self._queue.task_done()
 
     def _drop_one(self, exc: StoreError) -> bool:
         """The database cannot be opened: drop the next item (try again for the one after).

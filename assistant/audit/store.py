@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import sqlite3
+import urllib.parse
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import asdict
@@ -73,10 +74,30 @@ class AuditStore:
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(f"cannot open the audit log {self.path}: {exc}") from exc
         with closing(connection):
-            yield AuditWriter(connection)
+            yield AuditWriter(connection, self.path)
 
     def _connect(self) -> sqlite3.Connection:
         connection = sqlite3.connect(self.path, timeout=self._timeout)
+        connection.row_factory = sqlite3.Row
+        return connection
+
+    def _connect_read_only(self) -> sqlite3.Connection:
+        """Open for reading only; on a read-only mount, as an immutable file.
+
+        A WAL database needs its ``-shm`` file even to be read; where that cannot be
+        created (a read-only volume or backup), SQLite reads it as immutable: the
+        main file as it is, which after a clean close holds every record.
+        """
+        uri = "file:" + urllib.parse.quote(str(self.path.resolve()))
+        connection = sqlite3.connect(uri + "?mode=ro", timeout=self._timeout, uri=True)
+        try:
+            connection.execute("SELECT 1 FROM answers LIMIT 1")
+        except sqlite3.OperationalError as exc:
+            connection.close()
+            if os.access(self.path.parent, os.W_OK) and not _read_only_mount(self.path):
+                raise
+            logger.info("reading the audit log %s as immutable (%s)", self.path, exc)
+            connection = sqlite3.connect(uri + "?immutable=1", timeout=self._timeout, uri=True)
         connection.row_factory = sqlite3.Row
         return connection
 
@@ -94,7 +115,7 @@ class AuditStore:
             "WHERE a.time >= ? ORDER BY a.time, a.id"
         )
         try:
-            with closing(self._connect()) as connection:
+            with closing(self._connect_read_only()) as connection:
                 rows = connection.execute(query, (since,)).fetchall()
         except sqlite3.Error as exc:
             raise StoreError(f"cannot read the audit log {self.path}: {exc}") from exc
@@ -132,11 +153,37 @@ def _translated(method: Callable[_P, _R]) -> Callable[_P, _R]:
     return wrapper
 
 
+def _read_only_mount(path: Path) -> bool:
+    """Whether ``path``'s file system is mounted read-only (root ignores mode bits)."""
+    try:
+        return bool(os.statvfs(path.parent).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        status = path.stat()
+    except OSError:
+        return None
+    return status.st_dev, status.st_ino
+
+
 class AuditWriter:
     """Statements on one open connection; each call is one transaction."""
 
-    def __init__(self, connection: sqlite3.Connection) -> None:
+    def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
         self._connection = connection
+        self._path = path
+        self._identity = _identity(path)
+
+    def moved(self) -> bool:
+        """Whether the file at the store's path is no longer the one open here.
+
+        A database deleted or replaced under a running writer would take every later
+        write into the unlinked file; the writer reopens instead (finding D10).
+        """
+        return _identity(self._path) != self._identity
 
     @_translated
     def add_record(self, record: AuditRecord) -> None:

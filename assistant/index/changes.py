@@ -54,6 +54,51 @@ def _state_path(index: Path) -> Path:
     return index / "sections.json"
 
 
+def _pending_path(index: Path) -> Path:
+    return index / "changes.pending.json"
+
+
+def write_pending(
+    index: Path,
+    written: Mapping[str, SectionState],
+    *,
+    added: Iterable[str],
+    removed: Iterable[str],
+    time: str,
+) -> None:
+    """Note what an ingest is about to commit, before the commit (finding D11).
+
+    An ingest killed between its commit and `record_changes` would otherwise lose
+    those changes for good: the next run finds the documents already stored.
+    `recover_pending` records a note left behind; `record_changes` removes it.
+    """
+    note = {"written": dict(written), "added": list(added), "removed": list(removed), "time": time}
+    path = _pending_path(index)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(note, ensure_ascii=False), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        logger.warning("cannot note the pending changes in %s: %s", index, exc)
+
+
+def recover_pending(index: Path) -> list[DocumentChange]:
+    """Record the changes a killed ingest noted and never recorded; return them."""
+    path = _pending_path(index)
+    try:
+        note = json.loads(path.read_text(encoding="utf-8"))
+        written, added, removed = note["written"], note["added"], note["removed"]
+        time = str(note["time"])
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        logger.warning("cannot read %s (%s): its changes are not listed", path, exc)
+        path.unlink(missing_ok=True)
+        return []
+    logger.info("recording the changes of an ingest that stopped before listing them")
+    return record_changes(index, written, added=added, removed=removed, time=time)
+
+
 def section_state(document: Document) -> SectionState:
     """Return what the change list compares of ``document``: dates, version, section hashes."""
     sections: dict[str, str] = {}
@@ -211,6 +256,7 @@ def _write(index: Path, states: Mapping[str, SectionState], changes: list[Docume
                     out.write(json.dumps(asdict(change), ensure_ascii=False) + "\n")
         tmp.write_text(json.dumps(states, ensure_ascii=False), encoding="utf-8")
         os.replace(tmp, path)
+        _pending_path(index).unlink(missing_ok=True)
     except OSError as exc:
         logger.warning("cannot record what this ingest changed in %s: %s", index, exc)
 

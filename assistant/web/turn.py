@@ -19,7 +19,7 @@ import gradio as gr
 
 from assistant.answering.service import shown_text
 from assistant.config import Settings
-from assistant.errors import AssistantError, IndexNotFoundError
+from assistant.errors import AssistantError, IndexNotFoundError, StoreError
 from assistant.protocols import AnswerStream, ChatService
 from assistant.types import ANONYMOUS, Answer, SearchFilters, Turn, User
 from assistant.users import Directory
@@ -323,6 +323,14 @@ def _pending(stream: AnswerStream, question: str) -> list[gr.ChatMessage]:
     return pending_sources(Answer(question, "", result.hits, citations=()))
 
 
+STORE_DOWN_REASON = (
+    "the document index cannot be reached right now. Try again in a minute; "
+    "if it persists, tell the administrator (the server log has the details)."
+)
+
+
 def _short(exc: AssistantError) -> str:
+    if isinstance(exc, StoreError):  # its message names the store's host or path (D12)
+        return STORE_DOWN_REASON
     text = str(exc).strip() or type(exc).__name__
     return text if len(text) <= 300 else text[:300] + "…"

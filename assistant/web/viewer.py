@@ -69,8 +69,11 @@ class ViewerPage:
 
 def _load_with_documents(path: Path, root: Path, source: str) -> Document:
     from assistant.documents.loading import load_document
+    from assistant.documents.sandbox import shared_sandbox
 
-    return load_document(path, root=root, source=source)
+    # The ingest's time and memory budget: a hostile file is a 422 page, never a 500
+    # or a server out of memory (issue 28, D13 and D14).
+    return load_document(path, root=root, source=source, sandbox=shared_sandbox())
 
 
 class DocumentViewer:
