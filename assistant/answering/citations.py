@@ -9,12 +9,16 @@ Bracketed numbers inside quoted document text are defused first
 (`defuse_markers`: ``[2]`` reads ``[note 2]``), so a document cannot cite.
 
 Each sentence that cites sources is compared with their text: most of its
-content words, and every number it states, must appear there, otherwise it is
-listed as unsupported.
+content words must appear there, and every figure it states must be stated
+there in some ordinary form, or be what two of their figures make together
+(`assistant.answering.figures`), otherwise it is listed as unsupported.
 A model answer's sentences are also checked against all the sources, cited or
-not (`assistant.answering.grounding`), and the flags are shown in the text.
-This is a lexical check: it catches invented figures and citations to the
-wrong source, not subtle paraphrase errors.
+not (`assistant.answering.grounding`), and the flags are shown in the text:
+marked, or with grounded-only withheld with a note where they stood, unless
+more than half of the answer would go, when they are marked instead (a reader
+is better served by a marked answer than by the notes alone). This is a
+lexical check: it catches invented figures and citations to the wrong source,
+not subtle paraphrase errors.
 """
 
 from __future__ import annotations
@@ -22,14 +26,19 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
+from decimal import Decimal
+from typing import Literal, cast
 
+from assistant.answering.figures import derived, stated, unsupported
 from assistant.answering.grounding import (
     NO_CITATION_WARNING,
-    closest_unit,
+    Evidence,
+    Reason,
     evidence_text,
     mark_sentences,
     says_not_covered,
-    ungrounded,
+    why_ungrounded,
+    withheld_note,
 )
 from assistant.types import Answer, Citation, Hit
 from assistant.words import content_words
@@ -64,8 +73,9 @@ _RANGE = re.compile(r"(\d+)\s*[\u2013\u2014-]\s*(\d+)")
 _MAX_RANGE = 10
 # A sentence ends at . ! or ? (plus any markers placed after it) or at a line end.
 _SENTENCE = re.compile(r"[^\n]+?(?:[.!?]+(?:\s*\[\d[\d,\s]*\])*(?=\s)|$)", re.M)
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _SUPPORT_THRESHOLD = 0.5
+# Flagged sentences (sentence, why), in answer order.
+_Flags = tuple[tuple[str, Reason], ...]
 
 
 def cited_numbers(text: str) -> list[int]:
@@ -155,14 +165,15 @@ def check_answer(
     if invalid:
         logger.warning("removed citations to missing sources: %s", sorted(set(invalid)))
     if offline:
-        flagged = unsupported_sentences(cleaned, sources)
+        flags = _cited_flags(cleaned, sources)
         not_covered = False
     else:
-        flagged = model_unsupported_sentences(question, cleaned, sources)
+        flags = _model_flags(question, cleaned, sources)
         not_covered = says_not_covered(cleaned)
+    flagged = tuple(sentence for sentence, _ in flags)
     shown = cleaned
     if not offline and not not_covered:
-        shown = _show_flags(cleaned, flagged, sources, grounded_only=grounded_only)
+        shown = _show_flags(cleaned, flags, grounded_only=grounded_only)
     numbers = sorted(set(cited_numbers(shown)))
     if not offline and not not_covered and not numbers and sources:
         shown = f"{NO_CITATION_WARNING}\n\n{shown}"
@@ -180,12 +191,7 @@ def check_answer(
 
 def unsupported_sentences(text: str, sources: Sequence[Hit]) -> tuple[str, ...]:
     """Return the citing sentences of ``text`` that their cited sources do not support."""
-    flagged = []
-    for sentence in _sentences(text):
-        numbers = {n for n in cited_numbers(sentence) if 1 <= n <= len(sources)}
-        if numbers and not _supported(sentence, [sources[n - 1] for n in sorted(numbers)]):
-            flagged.append(sentence)
-    return tuple(flagged)
+    return tuple(sentence for sentence, _ in _cited_flags(text, sources))
 
 
 def model_unsupported_sentences(
@@ -197,42 +203,95 @@ def model_unsupported_sentences(
     any sentence, cited or not, is flagged when it states a figure or a name that no
     prompt source (nor the question) contains.
     """
-    evidence = evidence_text(sources)
-    cited = set(unsupported_sentences(text, sources))
-    return tuple(
-        sentence
-        for sentence in _sentences(text)
-        if sentence in cited
-        or ungrounded(MARKER.sub(" ", sentence), evidence=evidence, question=question)
-    )
+    return tuple(sentence for sentence, _ in _model_flags(question, text, sources))
 
 
-def _show_flags(
-    text: str, flagged: Sequence[str], sources: Sequence[Hit], *, grounded_only: bool
-) -> str:
-    if not grounded_only:
+class _CitedFigures:
+    """The figures of each set of cited sources, and what two of them make, computed once."""
+
+    def __init__(self, sources: Sequence[Hit]) -> None:
+        self._sources = sources
+        self._cache: dict[tuple[int, ...], tuple[frozenset[Decimal], frozenset[Decimal]]] = {}
+
+    def of(self, numbers: Sequence[int]) -> tuple[frozenset[Decimal], frozenset[Decimal]]:
+        """Return (stated, derived) for the sources numbered ``numbers``."""
+        key = tuple(sorted(set(numbers)))
+        if key not in self._cache:
+            text = evidence_text(self._sources[n - 1] for n in key)
+            self._cache[key] = (stated(text), derived(text) if key else frozenset())
+        return self._cache[key]
+
+
+def _valid_numbers(sentence: str, sources: Sequence[Hit]) -> list[int]:
+    return sorted({n for n in cited_numbers(sentence) if 1 <= n <= len(sources)})
+
+
+def _cited_flags(text: str, sources: Sequence[Hit], figures: _CitedFigures | None = None) -> _Flags:
+    figures = figures or _CitedFigures(sources)
+    flags: list[tuple[str, Reason]] = []
+    for sentence in _sentences(text):
+        numbers = _valid_numbers(sentence, sources)
+        if numbers:
+            reason = _cited_reason(sentence, [sources[n - 1] for n in numbers], figures.of(numbers))
+            if reason:
+                flags.append((sentence, reason))
+    return tuple(flags)
+
+
+def _model_flags(question: str, text: str, sources: Sequence[Hit]) -> _Flags:
+    """Flag what the cited sources do not support, and figures or names no source holds.
+
+    A sentence that cites nothing may still state what two figures of the sources
+    the answer cites elsewhere make together (a paragraph often cites once, at its end).
+    """
+    figures = _CitedFigures(sources)
+    cited = dict(_cited_flags(text, sources, figures))
+    evidence = Evidence.of(f"{evidence_text(sources)} {question}")
+    everywhere = _valid_numbers(text, sources)
+    flags: list[tuple[str, Reason]] = []
+    for sentence in _sentences(text):
+        reason: Reason | str = cited.get(sentence, "")
+        if not reason:
+            numbers = _valid_numbers(sentence, sources) or everywhere
+            derived_figures = figures.of(numbers)[1] if numbers else frozenset()
+            reason = why_ungrounded(MARKER.sub(" ", sentence), evidence, derived=derived_figures)
+        if reason in ("figure", "name", "words"):
+            flags.append((sentence, cast("Reason", reason)))
+    return tuple(flags)
+
+
+def _show_flags(text: str, flags: _Flags, *, grounded_only: bool) -> str:
+    """Mark the flagged sentences, or withhold them behind a note where each stood.
+
+    When more than half of the answer would be withheld, the notes would be most of
+    what is left: the answer is shown whole with each flagged sentence marked instead.
+    """
+    flagged = [sentence for sentence, _ in flags]
+    if not grounded_only or _mostly(flagged, text):
         return mark_sentences(text, flagged)
-    for sentence in flagged:
-        closest = closest_unit(sentence, sources)
-        quote = f"“{closest[0]}” [{closest[1]}]" if closest else ""
-        text = text.replace(sentence, quote, 1)
+    for sentence, reason in flags:
+        text = text.replace(sentence, withheld_note(reason), 1)
     return text.strip()
+
+
+def _mostly(flagged: Sequence[str], text: str) -> bool:
+    total = sum(len(MARKER.sub("", s)) for s in _sentences(text))
+    return 2 * sum(len(MARKER.sub("", s)) for s in flagged) > total
 
 
 def _sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE.findall(text) if s.strip()]
 
 
-def _supported(sentence: str, hits: Sequence[Hit]) -> bool:
-    evidence = " ".join(
-        f"{hit.title} {hit.chunk.breadcrumb} {hit.section_text} {hit.chunk.body}" for hit in hits
-    )
+def _cited_reason(
+    sentence: str, hits: Sequence[Hit], figures: tuple[frozenset[Decimal], frozenset[Decimal]]
+) -> Reason | Literal[""]:
+    """Return why the cited ``hits`` do not support ``sentence`` ("" when they do)."""
     claim = MARKER.sub(" ", sentence)
-    numbers = set(_NUMBER.findall(claim))
-    if not numbers <= set(_NUMBER.findall(evidence)):
-        return False
+    if unsupported(claim, known=figures[0], also=figures[1]):
+        return "figure"
     words = content_words(claim)
     if not words:
-        return True
-    overlap = len(words & content_words(evidence)) / len(words)
-    return overlap >= _SUPPORT_THRESHOLD
+        return ""
+    overlap = len(words & content_words(evidence_text(hits))) / len(words)
+    return "" if overlap >= _SUPPORT_THRESHOLD else "words"
