@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Literal, cast
 
@@ -72,7 +73,7 @@ _MARKER_LINK = re.compile(
 _RANGE = re.compile(r"(\d+)\s*[\u2013\u2014-]\s*(\d+)")
 _MAX_RANGE = 10
 # A sentence ends at . ! or ? (plus any markers placed after it) or at a line end.
-_SENTENCE = re.compile(r"[^\n]+?(?:[.!?]+(?:\s*\[\d[\d,\s]*\])*(?=\s)|$)", re.M)
+_SENTENCE = re.compile(r"[^\n]+?(?:[.!?]+(?:\s*\[\d[\d,\s]*\])*(?=\s|$)|$)", re.M)
 _SUPPORT_THRESHOLD = 0.5
 # Flagged sentences (sentence, why), in answer order.
 _Flags = tuple[tuple[str, Reason], ...]
@@ -228,13 +229,21 @@ def _valid_numbers(sentence: str, sources: Sequence[Hit]) -> list[int]:
 
 def _cited_flags(text: str, sources: Sequence[Hit], figures: _CitedFigures | None = None) -> _Flags:
     figures = figures or _CitedFigures(sources)
+    everywhere = evidence_text(sources)
+    everything = _Support(everywhere, stated(everywhere))
     flags: list[tuple[str, Reason]] = []
     for sentence in _sentences(text):
         numbers = _valid_numbers(sentence, sources)
-        if numbers:
-            reason = _cited_reason(sentence, [sources[n - 1] for n in numbers], figures.of(numbers))
-            if reason:
-                flags.append((sentence, reason))
+        if not numbers:
+            continue
+        cited = _Support(evidence_text(sources[n - 1] for n in numbers), *figures.of(numbers))
+        reason = _cited_reason(sentence, cited)
+        # A summary citing one of the sources it draws on is no invention: what the
+        # whole prompt supports stays (a wrong number is still flagged).
+        if reason and not _cited_reason(sentence, everything):
+            reason = ""
+        if reason:
+            flags.append((sentence, reason))
     return tuple(flags)
 
 
@@ -283,15 +292,22 @@ def _sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE.findall(text) if s.strip()]
 
 
-def _cited_reason(
-    sentence: str, hits: Sequence[Hit], figures: tuple[frozenset[Decimal], frozenset[Decimal]]
-) -> Reason | Literal[""]:
-    """Return why the cited ``hits`` do not support ``sentence`` ("" when they do)."""
+@dataclass(frozen=True, slots=True)
+class _Support:
+    """What some sources state: their text, their figures, what two figures make together."""
+
+    text: str
+    figures: frozenset[Decimal]
+    derived: frozenset[Decimal] = frozenset()
+
+
+def _cited_reason(sentence: str, support: _Support) -> Reason | Literal[""]:
+    """Return why ``support`` does not back ``sentence`` ("" when it does)."""
     claim = MARKER.sub(" ", sentence)
-    if unsupported(claim, known=figures[0], also=figures[1]):
+    if unsupported(claim, known=support.figures, also=support.derived):
         return "figure"
     words = content_words(claim)
     if not words:
         return ""
-    overlap = len(words & content_words(evidence_text(hits))) / len(words)
+    overlap = len(words & content_words(support.text)) / len(words)
     return "" if overlap >= _SUPPORT_THRESHOLD else "words"

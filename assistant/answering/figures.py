@@ -24,8 +24,12 @@ from decimal import Decimal, InvalidOperation
 __all__ = ["Claim", "claimed", "derived", "stated", "unsupported"]
 
 _NUMBER = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
-_TOKEN = re.compile(rf"(?<![\w.]){_NUMBER}(?![\w,]\d)|[A-Za-z]+|%", re.I)
-_CLAIM = re.compile(rf"(?<![\w.]){_NUMBER}(?:\s*(?:k|m|bn|thousand|million|billion)\b)?", re.I)
+# A number glued to letters and digits ("5D992", "v2") is a code, not a figure.
+_NOT_CODE = r"(?![A-Za-z]*\d)(?!,\d)"
+_TOKEN = re.compile(rf"(?<![\w.]){_NUMBER}{_NOT_CODE}|[A-Za-z]+|%", re.I)
+_CLAIM = re.compile(
+    rf"(?<![\w.]){_NUMBER}{_NOT_CODE}(?:\s*(?:k|m|bn|thousand|million|billion)\b)?", re.I
+)
 _TIME = re.compile(r"(?<![\d.])(\d{1,2})(?::(\d{2}))?\s*(?:([ap])\.?\s?m\b\.?)?", re.I)
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+\u2022]|\d+[.)])\s+\S", re.M)
 _SMALL = {

@@ -73,6 +73,9 @@ _NOT_COVERED = re.compile(
     r"|\bthere\s+is\s+nothing\b",
     re.IGNORECASE,
 )
+# Capitalised words in a row, "of" and "and" allowed between them.
+_CAPITALISED_RUN = re.compile(r"[A-Z][\w-]*(?:\s+(?:(?:of|and|for|the)\s+)?[A-Z][\w-]*)+")
+_MAX_INITIALS = 6
 _CURRENCIES = tuple(
     frozenset(forms.split())
     for forms in (
@@ -100,8 +103,23 @@ class Evidence:
 
     @classmethod
     def of(cls, text: str) -> Evidence:
-        """Return the evidence of ``text`` (sources and question together)."""
-        return cls(frozenset(w.lower() for w in _WORDS.findall(text)), stated(text))
+        """Return the evidence of ``text`` (sources and question together).
+
+        Its words include the initials of each run of capitalised words, so "CEO"
+        is known where the sources say "Chief Executive Officer".
+        """
+        words = [w.lower() for w in _WORDS.findall(text)]
+        return cls(frozenset(words) | _initials(text), stated(text))
+
+
+def _initials(text: str) -> frozenset[str]:
+    out: set[str] = set()
+    for run in _CAPITALISED_RUN.finditer(text):
+        letters = [w[0].lower() for w in run[0].split() if w[0].isupper()]
+        for start in range(len(letters)):
+            for end in range(start + 2, min(start + _MAX_INITIALS, len(letters)) + 1):
+                out.add("".join(letters[start:end]))
+    return frozenset(out)
 
 
 def withheld_note(reason: Reason) -> str:
