@@ -64,7 +64,8 @@ def test_questions_are_well_formed() -> None:
             assert set(q) == {"id", "question", "kind", "gold"}, q
             assert gold == [], q
         else:
-            assert set(q) == {"id", "question", "kind", "gold", "answer"}, q
+            assert set(q) - {"follow_up"} == {"id", "question", "kind", "gold", "answer"}, q
+            sample.assert_follow_up(q, {other["question"] for other in questions})
             assert gold, q
             answer = q["answer"]
             assert isinstance(answer, str), q

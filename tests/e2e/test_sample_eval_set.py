@@ -82,13 +82,27 @@ def gold_params(path: Path = QUESTIONS) -> list[object]:
     ]
 
 
+def assert_follow_up(q: dict[str, object], asked: set[object]) -> None:
+    """An optional two-turn way to ask ``q``: ``after`` is another question of the set."""
+    if "follow_up" not in q:
+        return
+    follow_up = q["follow_up"]
+    assert isinstance(follow_up, dict), q
+    assert set(follow_up) == {"after", "question"}, q
+    assert follow_up["after"] in asked, q
+    assert isinstance(follow_up["question"], str), q
+    assert follow_up["question"].strip(), q
+    assert q["gold"], "a follow-up of an unanswerable question has no answer to reach"
+
+
 def test_questions_are_well_formed() -> None:
     questions = load_questions()
     ids = [q["id"] for q in questions]
     assert len(questions) >= 70
     assert len(ids) == len(set(ids)), [i for i, n in Counter(ids).items() if n > 1]
     for q in questions:
-        assert set(q) - {"answer"} == {"id", "question", "kind", "gold"}, q
+        assert set(q) - {"answer", "follow_up"} == {"id", "question", "kind", "gold"}, q
+        assert_follow_up(q, {other["question"] for other in questions})
         assert re.fullmatch(r"q\d{3}", str(q["id"])), q["id"]
         assert q["kind"] in KINDS, q
         assert isinstance(q["question"], str), q
