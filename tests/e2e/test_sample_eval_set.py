@@ -6,7 +6,6 @@ loader bug cannot hide a broken eval set (or the other way round).
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import sys
@@ -19,17 +18,14 @@ import pytest
 from bs4 import BeautifulSoup
 from pypdf import PdfReader
 
+from tests.support import eval_sets
+from tests.support.eval_sets import normalise
 from tests.support.paths import ROOT
 
 POLICIES = ROOT / "data" / "policies"
 QUESTIONS = ROOT / "data" / "eval" / "questions.jsonl"
 SCRIPT = ROOT / "scripts" / "make_sample_docs.py"
-KINDS = {"fact", "broad", "multi", "paraphrase", "unanswerable"}
 GENERATED = ("credit-committee-procedures.pdf", "member-dividend-policy.docx")
-
-
-def normalise(text: str) -> str:
-    return " ".join(text.lower().split())
 
 
 def pdf_text(path: Path) -> str:
@@ -62,37 +58,12 @@ def document_text(relative: str) -> str:
     return normalise(text)
 
 
-def load_questions(path: Path = QUESTIONS) -> list[dict[str, object]]:
-    lines = path.read_text(encoding="utf-8").splitlines()
-    return [json.loads(line) for line in lines if line.strip()]
+def load_questions() -> list[dict[str, object]]:
+    return eval_sets.load_questions(QUESTIONS)
 
 
-def gold_entries(path: Path = QUESTIONS) -> list[tuple[str, dict[str, str]]]:
-    entries = []
-    for question in load_questions(path):
-        gold = question["gold"]
-        assert isinstance(gold, list)
-        entries += [(str(question["id"]), entry) for entry in gold]
-    return entries
-
-
-def gold_params(path: Path = QUESTIONS) -> list[object]:
-    return [
-        pytest.param(qid, entry, id=f"{qid}-{entry['file']}") for qid, entry in gold_entries(path)
-    ]
-
-
-def assert_follow_up(q: dict[str, object], asked: set[object]) -> None:
-    """An optional two-turn way to ask ``q``: ``after`` is another question of the set."""
-    if "follow_up" not in q:
-        return
-    follow_up = q["follow_up"]
-    assert isinstance(follow_up, dict), q
-    assert set(follow_up) == {"after", "question"}, q
-    assert follow_up["after"] in asked, q
-    assert isinstance(follow_up["question"], str), q
-    assert follow_up["question"].strip(), q
-    assert q["gold"], "a follow-up of an unanswerable question has no answer to reach"
+def gold_entries() -> list[tuple[str, dict[str, str]]]:
+    return eval_sets.gold_entries(QUESTIONS)
 
 
 def test_questions_are_well_formed() -> None:
@@ -102,9 +73,9 @@ def test_questions_are_well_formed() -> None:
     assert len(ids) == len(set(ids)), [i for i, n in Counter(ids).items() if n > 1]
     for q in questions:
         assert set(q) - {"answer", "follow_up"} == {"id", "question", "kind", "gold"}, q
-        assert_follow_up(q, {other["question"] for other in questions})
+        eval_sets.assert_follow_up(q, {other["question"] for other in questions})
         assert re.fullmatch(r"q\d{3}", str(q["id"])), q["id"]
-        assert q["kind"] in KINDS, q
+        assert q["kind"] in eval_sets.KINDS, q
         assert isinstance(q["question"], str), q
         assert len(q["question"].split()) >= 3, q
         gold = q["gold"]
@@ -136,7 +107,7 @@ def test_every_kind_is_represented_in_the_planned_mix() -> None:
     assert counts["unanswerable"] >= 10
 
 
-@pytest.mark.parametrize(("qid", "entry"), gold_params())
+@pytest.mark.parametrize(("qid", "entry"), eval_sets.gold_params(QUESTIONS))
 def test_gold_phrase_occurs_in_gold_file(qid: str, entry: dict[str, str]) -> None:
     assert set(entry) == {"file", "heading_path", "must_contain"}
     relative = entry["file"]
