@@ -70,7 +70,7 @@ _NOT_COVERED = re.compile(
     r"|\bno\s+(?:(?:relevant|specific|such)\s+)?(?:information|mention|details?|answer|reference)\b"
     r"|\bnone\s+of\s+the\s+(?:provided\s+)?(?:sources?|documents?|polic(?:y|ies)|sections?)\b"
     r"|\b(?:is|are)\s+silent\b"
-    r"|\bthere\s+is\s+nothing\b",
+    r"|\bthere\s+is\s+nothing\s+(?:about|on|regarding|in\s+the)\b",
     re.IGNORECASE,
 )
 # Capitalised words in a row, "of" and "and" allowed between them.
@@ -89,6 +89,7 @@ _CURRENCIES = tuple(
         "ngn naira",
     )
 )
+_CITATION = re.compile(r"\[\d{1,3}\]")
 _SOURCE_WORDS = re.compile(
     r"\b(?:source|sources|polic(?:y|ies)|documents?|provided|context)\b", re.I
 )
@@ -185,10 +186,14 @@ def _name_known(name: str, words: AbstractSet[str]) -> bool:
 
 
 def says_not_covered(text: str) -> bool:
-    """Whether the answer's opening says the sources do not answer the question."""
+    """Whether the answer's opening says the sources do not answer the question.
+
+    An answer that cites a source is an answer, whatever its opening: "There is
+    nothing to expense: your paycheck includes $50 a month [1]." is not a refusal.
+    """
     opening = " ".join(text.strip().split("\n\n", 1)[0].split())[:300]
     match = _NOT_COVERED.search(opening)
-    if match is None:
+    if match is None or _CITATION.search(text):
         return False
     # "does not cover" alone could be about the policy's scope; near the start, or
     # with a word for the sources, it is the model declining to answer.

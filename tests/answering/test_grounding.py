@@ -166,6 +166,7 @@ def test_sums_of_figures_count_only_from_the_cited_sources() -> None:
         "I'm sorry, but the provided sources don't mention a canteen.",
         "The sources do not specify how long the canteen is open.",
         "There is no information about parking in the policies.",
+        "There is nothing about parking in the sources.",
     ],
 )
 def test_a_model_refusal_in_any_wording_is_recognised(text: str) -> None:
@@ -177,6 +178,8 @@ def test_a_model_refusal_in_any_wording_is_recognised(text: str) -> None:
     [
         "Emergency loans carry 12% per annum [1].",
         "Yes. Members who have not repaid a loan cannot take another one [1].",
+        "There is nothing to expense: your paycheck includes $50 a month for internet [1].",
+        "The sources do not mention a separate limit; the loan is capped at KES 200,000 [1].",
     ],
 )
 def test_an_answer_is_not_mistaken_for_a_refusal(text: str) -> None:
