@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Literal, cast
 
-from assistant.answering.figures import derived, stated, unsupported
+from assistant.answering.figures import Derived, derived, stated, unsupported
 from assistant.answering.grounding import (
     NO_CITATION_WARNING,
     Evidence,
@@ -212,14 +212,14 @@ class _CitedFigures:
 
     def __init__(self, sources: Sequence[Hit]) -> None:
         self._sources = sources
-        self._cache: dict[tuple[int, ...], tuple[frozenset[Decimal], frozenset[Decimal]]] = {}
+        self._cache: dict[tuple[int, ...], tuple[frozenset[Decimal], Derived | None]] = {}
 
-    def of(self, numbers: Sequence[int]) -> tuple[frozenset[Decimal], frozenset[Decimal]]:
+    def of(self, numbers: Sequence[int]) -> tuple[frozenset[Decimal], Derived | None]:
         """Return (stated, derived) for the sources numbered ``numbers``."""
         key = tuple(sorted(set(numbers)))
         if key not in self._cache:
             text = evidence_text(self._sources[n - 1] for n in key)
-            self._cache[key] = (stated(text), derived(text) if key else frozenset())
+            self._cache[key] = (stated(text), derived(text) if key else None)
         return self._cache[key]
 
 
@@ -262,7 +262,7 @@ def _model_flags(question: str, text: str, sources: Sequence[Hit]) -> _Flags:
         reason: Reason | str = cited.get(sentence, "")
         if not reason:
             numbers = _valid_numbers(sentence, sources) or everywhere
-            derived_figures = figures.of(numbers)[1] if numbers else frozenset()
+            derived_figures = figures.of(numbers)[1] if numbers else None
             reason = why_ungrounded(MARKER.sub(" ", sentence), evidence, derived=derived_figures)
         if reason in ("figure", "name", "words"):
             flags.append((sentence, cast("Reason", reason)))
@@ -298,7 +298,7 @@ class _Support:
 
     text: str
     figures: frozenset[Decimal]
-    derived: frozenset[Decimal] = frozenset()
+    derived: Derived | None = None
 
 
 def _cited_reason(sentence: str, support: _Support) -> Reason | Literal[""]:

@@ -7,8 +7,10 @@ for a 6-week cycle and a 2-week cooldown. `stated` reads every value a source
 states in such forms (digits, number words, scale words, month names next to a
 number, durations and times converted); `derived` adds what two figures of the
 cited sources make together (their sum, difference or product) and the number of
-items of each of their lists. An answer's figure (`claimed`: every number written
-in digits) is supported when one of its readings is among them. A figure no source
+items of each of their lists, a sum, difference or product counting only when one
+of its two figures is itself written in the same sentence ("8 weeks: a 6-week cycle
+and a 2-week cooldown"). An answer's figure (`claimed`: every number written in
+digits) is supported when one of its readings is among them. A figure no source
 states in any form ("12.05%" for a 12% rate) stays unsupported: decimals are never
 derived.
 """
@@ -21,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
-__all__ = ["Claim", "claimed", "derived", "stated", "unsupported"]
+__all__ = ["Claim", "Derived", "claimed", "derived", "stated", "unsupported"]
 
 _NUMBER = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
 # A number glued to letters and digits ("5D992", "v2") is a code, not a figure.
@@ -196,20 +198,32 @@ def _clock_hours(text: str) -> set[Decimal]:
     return out
 
 
-def derived(text: str) -> frozenset[Decimal]:
-    """Return the sums, differences and products of two whole figures of ``text``, and list sizes.
+@dataclass(frozen=True, slots=True)
+class Derived:
+    """What the figures of some sources can make: their whole numbers, their lists' sizes."""
 
-    Only whole numbers combine (a decimal must be stated), and only figures written
-    in ``text`` itself, without conversions, so the set stays a small one.
+    operands: frozenset[Decimal]
+    counts: frozenset[Decimal]
+
+
+def derived(text: str) -> Derived:
+    """Return the whole figures of ``text`` (to combine) and the item count of each list.
+
+    Only whole numbers combine (a decimal must be stated), and only figures written in
+    ``text`` itself, without conversions, so what they make stays a small set.
     """
     whole = sorted(
         {v for v in _plain_values(text) if v == v.to_integral_value() and 0 < v < _MAX_DERIVED}
     )[:_MAX_OPERANDS]
+    return Derived(frozenset(whole), frozenset(Decimal(n) for n in _list_sizes(text)))
+
+
+def _made(anchors: Iterable[Decimal], operands: Iterable[Decimal]) -> set[Decimal]:
+    """Return the sums, differences and products of each anchor with each operand."""
     out: set[Decimal] = set()
-    for a, b in itertools.combinations_with_replacement(whole, 2):
+    for a, b in itertools.product(anchors, operands):
         out |= {a + b, abs(a - b), a * b}
-    out |= {Decimal(n) for n in _list_sizes(text)}
-    return frozenset(v.normalize() for v in out if v < _MAX_DERIVED)
+    return {v.normalize() for v in out if v < _MAX_DERIVED}
 
 
 def claimed(sentence: str) -> tuple[Claim, ...]:
@@ -227,14 +241,22 @@ def claimed(sentence: str) -> tuple[Claim, ...]:
 
 
 def unsupported(
-    sentence: str, *, known: frozenset[Decimal], also: Iterable[Decimal] = ()
+    sentence: str, *, known: frozenset[Decimal], also: Derived | None = None
 ) -> tuple[str, ...]:
-    """Return the figures of ``sentence`` that none of ``known`` (nor ``also``) accounts for."""
-    extra = frozenset(also)
+    """Return the figures of ``sentence`` that ``known`` (and ``also``) does not account for.
+
+    With ``also``, a figure may be the number of items of a list, or the sum, difference
+    or product of one of ``also``'s operands and another figure the sentence states that
+    is known: "8 weeks: a 6-week cycle and a 2-week cooldown" (6 + 2), never a figure
+    made of two numbers the sentence does not mention.
+    """
+    claims = claimed(sentence)
+    extra: set[Decimal] = set()
+    if also is not None:
+        anchors = {v for claim in claims for v in claim.values & known & also.operands}
+        extra = set(also.counts) | _made(anchors, also.operands)
     return tuple(
-        claim.text
-        for claim in claimed(sentence)
-        if not claim.values & known and not claim.values & extra
+        claim.text for claim in claims if not claim.values & known and not claim.values & extra
     )
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Literal
 
-from assistant.answering.figures import stated, unsupported
+from assistant.answering.figures import Derived, stated, unsupported
 from assistant.types import Hit
 from assistant.words import STOPWORDS
 
@@ -163,7 +163,7 @@ def ungrounded(sentence: str, *, evidence: str, question: str = "") -> bool:
 
 
 def why_ungrounded(
-    sentence: str, evidence: Evidence, *, derived: frozenset[Decimal] = frozenset()
+    sentence: str, evidence: Evidence, *, derived: Derived | None = None
 ) -> Reason | Literal[""]:
     """Return why ``sentence`` is not grounded in ``evidence`` ("" when it is).
 

@@ -101,7 +101,7 @@ def test_whatever_the_model_says_the_answer_keeps_the_invariants(
     evidence = evidence_text(answer.sources) + " " + question
     body = MARKER.sub(" ", text.replace(NO_CITATION_WARNING, ""))
     marked = " ".join(marked_sentences(body))
-    for figure in unsupported(body, known=stated(evidence) | derived(evidence)):
+    for figure in unsupported(body, known=stated(evidence), also=derived(evidence)):
         assert figure in marked, f"unmarked invented figure {figure!r} in {text!r}"
     # An answer that cites nothing says so first.
     if not answer.citations:
