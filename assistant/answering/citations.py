@@ -28,7 +28,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Literal, cast
+from typing import Literal
 
 from assistant.answering.figures import Derived, derived, stated, unsupported
 from assistant.answering.grounding import (
@@ -259,13 +259,12 @@ def _model_flags(question: str, text: str, sources: Sequence[Hit]) -> _Flags:
     everywhere = _valid_numbers(text, sources)
     flags: list[tuple[str, Reason]] = []
     for sentence in _sentences(text):
-        reason: Reason | str = cited.get(sentence, "")
-        if not reason:
-            numbers = _valid_numbers(sentence, sources) or everywhere
-            derived_figures = figures.of(numbers)[1] if numbers else None
-            reason = why_ungrounded(MARKER.sub(" ", sentence), evidence, derived=derived_figures)
-        if reason in ("figure", "name", "words"):
-            flags.append((sentence, cast("Reason", reason)))
+        numbers = _valid_numbers(sentence, sources) or everywhere
+        derivable = figures.of(numbers)[1] if numbers else None
+        claim = MARKER.sub(" ", sentence)
+        reason = cited.get(sentence) or why_ungrounded(claim, evidence, derived=derivable)
+        if reason:
+            flags.append((sentence, reason))
     return tuple(flags)
 
 
