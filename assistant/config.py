@@ -493,82 +493,13 @@ class Settings:
         d = cls()
         openai_key = environ.get("OPENAI_API_KEY", "")
         settings = cls(
-            chunking=ChunkingSettings(
-                max_tokens=env.integer("ASSISTANT_CHUNK_TOKENS", d.chunking.max_tokens),
-                overlap=env.number("ASSISTANT_CHUNK_OVERLAP", d.chunking.overlap),
-                fill=env.switch("ASSISTANT_CHUNK_FILL", d.chunking.fill),
-            ),
-            store=StoreSettings(
-                path=Path(env.text("ASSISTANT_INDEX", str(d.store.path))),
-                host=env.text("ASSISTANT_CHROMA_HOST", ""),
-                port=env.integer("ASSISTANT_CHROMA_PORT", d.store.port),
-                ssl=env.flag("ASSISTANT_CHROMA_SSL"),
-                headers=_parse_pairs(
-                    env.text("ASSISTANT_CHROMA_HEADERS", ""),
-                    ";",
-                    ":",
-                    variable="ASSISTANT_CHROMA_HEADERS",
-                ),
-                collection=env.text("ASSISTANT_COLLECTION", d.store.collection),
-                default_audience=_groups(env.text("ASSISTANT_DEFAULT_AUDIENCE", "")),
-            ),
-            embedding=EmbeddingSettings(
-                backend=env.text("ASSISTANT_EMBEDDING", d.embedding.backend),
-                model=env.text("ASSISTANT_EMBEDDING_MODEL", d.embedding.model),
-                base_url=env.text("ASSISTANT_EMBEDDING_BASE_URL", ""),
-                api_key=env.text("ASSISTANT_EMBEDDING_API_KEY", openai_key),
-                variant=env.text("ASSISTANT_EMBEDDING_VARIANT", d.embedding.variant),
-            ),
-            retrieval=RetrievalSettings(
-                top_k=env.integer("ASSISTANT_TOP_K", d.retrieval.top_k),
-                min_score=env.number("ASSISTANT_MIN_SCORE", d.retrieval.min_score),
-                min_coverage=env.number("ASSISTANT_MIN_COVERAGE", d.retrieval.min_coverage),
-                min_cosine=env.number("ASSISTANT_MIN_COSINE", d.retrieval.min_cosine),
-                lexical_weight=env.number("ASSISTANT_LEXICAL_WEIGHT", d.retrieval.lexical_weight),
-                title_weight=env.number("ASSISTANT_TITLE_WEIGHT", d.retrieval.title_weight),
-                coverage_weight=env.number(
-                    "ASSISTANT_COVERAGE_WEIGHT", d.retrieval.coverage_weight
-                ),
-                context_tokens=env.integer("ASSISTANT_CONTEXT_TOKENS", d.retrieval.context_tokens),
-                refresh_wait_s=env.number("ASSISTANT_REFRESH_WAIT", d.retrieval.refresh_wait_s),
-                dense_int8_above=env.integer(
-                    "ASSISTANT_DENSE_INT8_ABOVE", d.retrieval.dense_int8_above
-                ),
-            ),
-            llm=LLMSettings(
-                base_url=env.text("ASSISTANT_LLM_BASE_URL", ""),
-                model=env.text("ASSISTANT_LLM_MODEL", d.llm.model),
-                api_key=env.text("ASSISTANT_LLM_API_KEY", openai_key),
-                timeout=env.number("ASSISTANT_LLM_TIMEOUT", d.llm.timeout),
-                max_tokens=env.integer("ASSISTANT_LLM_MAX_TOKENS", d.llm.max_tokens),
-                total_timeout=env.number("ASSISTANT_LLM_TOTAL_TIMEOUT", d.llm.total_timeout),
-                grounded_only=env.switch("ASSISTANT_GROUNDED_ONLY", d.llm.grounded_only),
-            ),
-            ui=UISettings(
-                host=env.text("ASSISTANT_HOST", d.ui.host),
-                port=env.integer("ASSISTANT_PORT", d.ui.port),
-                auth=_parse_pairs(
-                    env.text("ASSISTANT_AUTH", ""), ",", ":", variable="ASSISTANT_AUTH"
-                ),
-                concurrency=env.integer("ASSISTANT_CONCURRENCY", d.ui.concurrency),
-                users_file=Path(users) if (users := env.text("ASSISTANT_USERS", "")) else None,
-                trusted_proxies=tuple(
-                    p.strip()
-                    for p in env.text("ASSISTANT_TRUSTED_PROXIES", "").split(",")
-                    if p.strip()
-                ),
-                examples=_split_examples(env.text("ASSISTANT_EXAMPLES", "")),
-            ),
-            api=APISettings(
-                host=env.text("ASSISTANT_API_HOST", d.api.host),
-                port=env.integer("ASSISTANT_API_PORT", d.api.port),
-                keys_file=env.text("ASSISTANT_API_KEYS", ""),
-                anonymous_loopback=env.flag("ASSISTANT_API_ANONYMOUS_LOOPBACK"),
-                concurrency=env.integer("ASSISTANT_API_CONCURRENCY", d.api.concurrency),
-                queue=env.integer("ASSISTANT_API_QUEUE", d.api.queue),
-                workers=env.integer("ASSISTANT_API_WORKERS", d.api.workers),
-                public_url=env.text("ASSISTANT_PUBLIC_URL", "").rstrip("/"),
-            ),
+            chunking=_chunking_settings(env, d.chunking),
+            store=_store_settings(env, d.store),
+            embedding=_embedding_settings(env, d.embedding, openai_key),
+            retrieval=_retrieval_settings(env, d.retrieval),
+            llm=_llm_settings(env, d.llm, openai_key),
+            ui=_ui_settings(env, d.ui),
+            api=_api_settings(env, d.api),
             audit=_audit_settings(env, d.audit),
         )
         # Only for the variable: an evaluation sweep may still try longer chunks on purpose.
@@ -580,6 +511,102 @@ class Settings:
             f"got a chunk size of {settings.chunking.max_tokens}",
         )
         return settings
+
+
+def _chunking_settings(env: _Env, d: ChunkingSettings) -> ChunkingSettings:
+    """The ``ChunkingSettings`` group from the environment."""
+    return ChunkingSettings(
+        max_tokens=env.integer("ASSISTANT_CHUNK_TOKENS", d.max_tokens),
+        overlap=env.number("ASSISTANT_CHUNK_OVERLAP", d.overlap),
+        fill=env.switch("ASSISTANT_CHUNK_FILL", d.fill),
+    )
+
+
+def _store_settings(env: _Env, d: StoreSettings) -> StoreSettings:
+    """The ``StoreSettings`` group from the environment."""
+    return StoreSettings(
+        path=Path(env.text("ASSISTANT_INDEX", str(d.path))),
+        host=env.text("ASSISTANT_CHROMA_HOST", ""),
+        port=env.integer("ASSISTANT_CHROMA_PORT", d.port),
+        ssl=env.flag("ASSISTANT_CHROMA_SSL"),
+        headers=_parse_pairs(
+            env.text("ASSISTANT_CHROMA_HEADERS", ""),
+            ";",
+            ":",
+            variable="ASSISTANT_CHROMA_HEADERS",
+        ),
+        collection=env.text("ASSISTANT_COLLECTION", d.collection),
+        default_audience=_groups(env.text("ASSISTANT_DEFAULT_AUDIENCE", "")),
+    )
+
+
+def _embedding_settings(env: _Env, d: EmbeddingSettings, openai_key: str) -> EmbeddingSettings:
+    """The ``EmbeddingSettings`` group from the environment."""
+    return EmbeddingSettings(
+        backend=env.text("ASSISTANT_EMBEDDING", d.backend),
+        model=env.text("ASSISTANT_EMBEDDING_MODEL", d.model),
+        base_url=env.text("ASSISTANT_EMBEDDING_BASE_URL", ""),
+        api_key=env.text("ASSISTANT_EMBEDDING_API_KEY", openai_key),
+        variant=env.text("ASSISTANT_EMBEDDING_VARIANT", d.variant),
+    )
+
+
+def _retrieval_settings(env: _Env, d: RetrievalSettings) -> RetrievalSettings:
+    """The ``RetrievalSettings`` group from the environment."""
+    return RetrievalSettings(
+        top_k=env.integer("ASSISTANT_TOP_K", d.top_k),
+        min_score=env.number("ASSISTANT_MIN_SCORE", d.min_score),
+        min_coverage=env.number("ASSISTANT_MIN_COVERAGE", d.min_coverage),
+        min_cosine=env.number("ASSISTANT_MIN_COSINE", d.min_cosine),
+        lexical_weight=env.number("ASSISTANT_LEXICAL_WEIGHT", d.lexical_weight),
+        title_weight=env.number("ASSISTANT_TITLE_WEIGHT", d.title_weight),
+        coverage_weight=env.number("ASSISTANT_COVERAGE_WEIGHT", d.coverage_weight),
+        context_tokens=env.integer("ASSISTANT_CONTEXT_TOKENS", d.context_tokens),
+        refresh_wait_s=env.number("ASSISTANT_REFRESH_WAIT", d.refresh_wait_s),
+        dense_int8_above=env.integer("ASSISTANT_DENSE_INT8_ABOVE", d.dense_int8_above),
+    )
+
+
+def _llm_settings(env: _Env, d: LLMSettings, openai_key: str) -> LLMSettings:
+    """The ``LLMSettings`` group from the environment."""
+    return LLMSettings(
+        base_url=env.text("ASSISTANT_LLM_BASE_URL", ""),
+        model=env.text("ASSISTANT_LLM_MODEL", d.model),
+        api_key=env.text("ASSISTANT_LLM_API_KEY", openai_key),
+        timeout=env.number("ASSISTANT_LLM_TIMEOUT", d.timeout),
+        max_tokens=env.integer("ASSISTANT_LLM_MAX_TOKENS", d.max_tokens),
+        total_timeout=env.number("ASSISTANT_LLM_TOTAL_TIMEOUT", d.total_timeout),
+        grounded_only=env.switch("ASSISTANT_GROUNDED_ONLY", d.grounded_only),
+    )
+
+
+def _ui_settings(env: _Env, d: UISettings) -> UISettings:
+    """The ``UISettings`` group from the environment."""
+    return UISettings(
+        host=env.text("ASSISTANT_HOST", d.host),
+        port=env.integer("ASSISTANT_PORT", d.port),
+        auth=_parse_pairs(env.text("ASSISTANT_AUTH", ""), ",", ":", variable="ASSISTANT_AUTH"),
+        concurrency=env.integer("ASSISTANT_CONCURRENCY", d.concurrency),
+        users_file=Path(users) if (users := env.text("ASSISTANT_USERS", "")) else None,
+        trusted_proxies=tuple(
+            p.strip() for p in env.text("ASSISTANT_TRUSTED_PROXIES", "").split(",") if p.strip()
+        ),
+        examples=_split_examples(env.text("ASSISTANT_EXAMPLES", "")),
+    )
+
+
+def _api_settings(env: _Env, d: APISettings) -> APISettings:
+    """The ``APISettings`` group from the environment."""
+    return APISettings(
+        host=env.text("ASSISTANT_API_HOST", d.host),
+        port=env.integer("ASSISTANT_API_PORT", d.port),
+        keys_file=env.text("ASSISTANT_API_KEYS", ""),
+        anonymous_loopback=env.flag("ASSISTANT_API_ANONYMOUS_LOOPBACK"),
+        concurrency=env.integer("ASSISTANT_API_CONCURRENCY", d.concurrency),
+        queue=env.integer("ASSISTANT_API_QUEUE", d.queue),
+        workers=env.integer("ASSISTANT_API_WORKERS", d.workers),
+        public_url=env.text("ASSISTANT_PUBLIC_URL", "").rstrip("/"),
+    )
 
 
 def _audit_settings(env: _Env, d: AuditSettings) -> AuditSettings:

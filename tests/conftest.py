@@ -50,6 +50,25 @@ def run_python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+# Tests with these marks start a browser, a server or a model: slow whatever they check,
+# as is every test of tests/e2e/ (the whole app, real processes).
+SLOW_BY_KIND = ("browser", "server", "llm")
+
+
+E2E = Path(__file__).parent / "e2e"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark ``slow`` every test of tests/e2e/ and every browser, server and llm test.
+
+    ``pytest -m "not slow"`` is then the inner loop: the package folders' fast tests.
+    """
+    for item in items:
+        in_e2e = item.path.is_relative_to(E2E)
+        if in_e2e or any(item.get_closest_marker(kind) for kind in SLOW_BY_KIND):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(autouse=True)
 def _clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
     """Keep the developer's own configuration out of every test."""

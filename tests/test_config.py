@@ -161,3 +161,11 @@ def test_the_budget_is_a_validated_setting() -> None:
     for bad in ("nan", "inf", "0", "-1", "99999"):
         with pytest.raises(ConfigError, match="ASSISTANT_LLM_TOTAL_TIMEOUT"):
             Settings.from_env({"ASSISTANT_LLM_TOTAL_TIMEOUT": bad})
+
+
+def test_defaults_need_no_environment() -> None:
+    settings = Settings.from_env({})
+    assert settings == Settings()
+    assert not settings.llm.enabled  # offline answers on a fresh machine
+    assert settings.embedding.backend == "local"
+    assert not settings.store.is_remote

@@ -10,12 +10,17 @@ vendor rule, which ignores type-only imports (they load nothing at run time).
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
+import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+import assistant
 from tests.support.paths import ROOT
 
 PACKAGE = ROOT / "assistant"
@@ -71,11 +76,13 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def modules() -> list[tuple[str, ast.Module]]:
-    return [
+@functools.cache
+def modules() -> tuple[tuple[str, ast.Module], ...]:
+    """Every module of the package, parsed once per session (the tests only read the trees)."""
+    return tuple(
         (module_name(p), ast.parse(p.read_text(encoding="utf-8")))
         for p in sorted(PACKAGE.rglob("*.py"))
-    ]
+    )
 
 
 def stage_of(module: str) -> int:
@@ -106,6 +113,14 @@ def imports(tree: ast.Module, *, runtime_only: bool) -> Iterator[tuple[str, int]
                 yield node.module, node.lineno
 
 
+@functools.cache
+def module_imports(*, runtime_only: bool) -> tuple[tuple[str, tuple[tuple[str, int], ...]], ...]:
+    """``(module, its imports)`` for every module, walked once per session for each kind."""
+    return tuple(
+        (name, tuple(imports(tree, runtime_only=runtime_only))) for name, tree in modules()
+    )
+
+
 def test_the_folder_tree_is_the_pipeline() -> None:
     top = {p.name for p in PACKAGE.iterdir() if not p.name.startswith((".", "__pycache__"))}
     packages = {p for p in top if (PACKAGE / p).is_dir()}
@@ -116,8 +131,8 @@ def test_the_folder_tree_is_the_pipeline() -> None:
 
 def test_imports_run_down_the_stage_order() -> None:
     upward = []
-    for name, tree in modules():
-        for target, line in imports(tree, runtime_only=False):
+    for name, found in module_imports(runtime_only=False):
+        for target, line in found:
             if target.startswith("assistant.") and stage_of(target) > stage_of(name):
                 upward.append(f"{name}:{line} imports {target}")
     assert upward == []
@@ -126,9 +141,9 @@ def test_imports_run_down_the_stage_order() -> None:
 def test_answering_reaches_retrieval_only_through_the_searcher_protocol() -> None:
     reached = [
         f"{name}:{line} imports {target}"
-        for name, tree in modules()
+        for name, found in module_imports(runtime_only=False)
         if name.startswith("assistant.answering")
-        for target, line in imports(tree, runtime_only=False)
+        for target, line in found
         if target.startswith(("assistant.retrieval", "assistant.index"))
     ]
     assert reached == []
@@ -145,8 +160,8 @@ def test_each_outside_library_has_one_owner(library: str) -> None:
     importers = sorted(
         {
             name
-            for name, tree in modules()
-            for target, _ in imports(tree, runtime_only=True)
+            for name, found in module_imports(runtime_only=True)
+            for target, _ in found
             if target == library or target.startswith(library + ".")
         }
     )
@@ -173,3 +188,111 @@ def test_every_file_kind_is_a_format_module_with_a_load_function() -> None:
     for kind in sorted(set(_KINDS.values())):
         module = importlib.import_module(f"assistant.documents.{kind}")
         assert callable(module.load), kind
+
+
+MAX_FUNCTION_LINES = 80
+
+
+def test_no_function_is_over_80_lines() -> None:
+    long = [
+        f"{name}.{node.name}: {node.end_lineno - node.lineno + 1} lines"
+        for name, tree in modules()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.end_lineno is not None
+        and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
+    ]
+    assert long == []
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the modules of the package it imports (function-level and type-only too).
+
+    ``from assistant.x import name`` counts as importing ``assistant.x`` when ``name`` is
+    no module; a package's own ``__init__`` is not counted as imported by its modules.
+    """
+    known = {name for name, _ in modules()}
+
+    def resolve(target: str) -> str:
+        while target and target not in known:
+            target = target.rpartition(".")[0]
+        return target
+
+    return {
+        name: {
+            module
+            for target, _ in found
+            if target.startswith("assistant.") and (module := resolve(target)) not in ("", name)
+        }
+        for name, found in module_imports(runtime_only=False)
+    }
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan's algorithm)."""
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        order[node] = low[node] = len(order)
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in order:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], order[nxt])
+        if low[node] == order[node]:
+            group = []
+            while (member := stack.pop()) != node:
+                group.append(member)
+            group.append(node)
+            if len(group) > 1:
+                circles.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in order:
+            visit(node)
+    return circles
+
+
+def test_no_import_circle_in_the_package() -> None:
+    assert import_circles(import_graph()) == []
+
+
+def test_the_circle_check_sees_a_circle_through_a_function_level_import() -> None:
+    tree = ast.parse("def f():\n    from assistant.cli.audit import run_command\n")
+    assert [t for t, _ in imports(tree, runtime_only=False)] == ["assistant.cli.audit"]
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert import_circles(graph) == [["a", "b", "c"]]
+    assert import_circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_tests_mirror_the_packages() -> None:
+    tests = ROOT / "tests"
+    folders = {p.name for p in tests.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert set(STAGES[1:]) <= folders  # one tests folder per package of assistant/
+    assert folders - set(STAGES[1:]) <= {"e2e", "support"}
+    loose = sorted(p.name for p in tests.glob("test_*.py"))
+    assert len(loose) <= 5, loose
+
+
+def test_import_loads_no_vendor_library_and_touches_nothing() -> None:
+    probe = (
+        "import json, os, sys; before = set(os.listdir('.')); import assistant; "
+        "heavy = ['gradio', 'chromadb', 'openai', 'onnxruntime', 'tiktoken', 'markdown_it'];"
+        "print(json.dumps({'loaded': [m for m in heavy if m in sys.modules],"
+        " 'created': sorted(set(os.listdir('.')) - before)}))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert json.loads(out.stdout) == {"loaded": [], "created": []}
+
+
+def test_every_exported_name_exists() -> None:
+    assert sorted(assistant.__all__) == assistant.__all__
+    for name in assistant.__all__:
+        assert hasattr(assistant, name), name

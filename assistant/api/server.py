@@ -252,6 +252,27 @@ def _json_body(request: Request) -> bool:
     return kind == "application/json"
 
 
+async def _parsed_chat(api: _Api, request: Request) -> ChatRequest | Response:
+    """Return the chat request of a JSON body within the size limit, or the error to send."""
+    if not _json_body(request):
+        message = "Send the body as JSON, with 'Content-Type: application/json'."
+        return _error(415, message, kind="invalid_request_error", code="unsupported_media_type")
+    raw = await _bounded_body(api, request)
+    if isinstance(raw, Response):
+        return raw
+    try:
+        body = json.loads(raw)
+        return parse_chat_request(body, models=api.models)
+    except (ValueError, RecursionError):  # RecursionError: nested too deeply
+        message = "The body is not valid JSON (or is nested too deeply)."
+        return _error(400, message, kind="invalid_request_error", code="invalid_json")
+    except RequestError as exc:
+        status = 404 if exc.code == "model_not_found" else 400
+        return _error(
+            status, str(exc), kind="invalid_request_error", code=exc.code, param=exc.param
+        )
+
+
 def build_api(
     service: ChatService,
     *,
@@ -303,23 +324,9 @@ def build_api(
         user = api.authenticate(request)
         if isinstance(user, Response):
             return user
-        if not _json_body(request):
-            message = "Send the body as JSON, with 'Content-Type: application/json'."
-            return _error(415, message, kind="invalid_request_error", code="unsupported_media_type")
-        raw = await _bounded_body(api, request)
-        if isinstance(raw, Response):
-            return raw
-        try:
-            body = json.loads(raw)
-            parsed = parse_chat_request(body, models=api.models)
-        except (ValueError, RecursionError):  # RecursionError: nested too deeply
-            message = "The body is not valid JSON (or is nested too deeply)."
-            return _error(400, message, kind="invalid_request_error", code="invalid_json")
-        except RequestError as exc:
-            status = 404 if exc.code == "model_not_found" else 400
-            return _error(
-                status, str(exc), kind="invalid_request_error", code=exc.code, param=exc.param
-            )
+        parsed = await _parsed_chat(api, request)
+        if isinstance(parsed, Response):
+            return parsed
         return await _answer(api, parsed, user)
 
     async def health(request: Request) -> Response:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -11,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from assistant.config import Settings
+from assistant.config import EmbeddingSettings, Settings
 from assistant.errors import AssistantError, ConfigError, IndexBusyError
 
 if TYPE_CHECKING:
@@ -22,6 +23,7 @@ __all__ = [
     "EXIT_FAILED",
     "EXIT_OK",
     "EXIT_USAGE",
+    "build_embedder",
     "configure_logging",
     "index_embedder",
     "json_text",
@@ -134,3 +136,15 @@ def index_embedder(searcher: Searcher) -> Embedder | None:
 
     inner = getattr(searcher, "wrapped", searcher)  # a searcher bound to a user (cli.access)
     return inner.embedder if isinstance(inner, Retriever) else None
+
+
+def build_embedder(settings: Settings) -> Embedder:
+    """Return the configured embedder; one per configuration and process, shared by commands."""
+    return _embedder(settings.embedding)
+
+
+@functools.cache
+def _embedder(embedding: EmbeddingSettings) -> Embedder:
+    from assistant.embeddings.factory import make_embedder
+
+    return make_embedder(embedding)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TextIO
 
 from assistant.audit.report import GapsReport, build_report, report_html, report_text
-from assistant.cli._common import EXIT_OK, printable
+from assistant.cli._common import EXIT_OK, build_embedder, printable
 from assistant.config import Settings
 from assistant.errors import AssistantError, ConfigError
 from assistant.protocols import Embedder
@@ -38,8 +38,6 @@ def run_report(
     documents: dict[str, str] = {}
     try:
         if embedder is None:
-            from assistant.cli.search import build_embedder
-
             embedder = build_embedder(settings)
         documents = _documents(settings, embedder)
     except AssistantError as exc:

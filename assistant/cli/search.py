@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import functools
 import json
 import os
 import sys
@@ -27,6 +26,7 @@ from assistant.cli._common import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
+    build_embedder,
     configure_logging,
     json_text,
     lenient_stdin,
@@ -36,7 +36,7 @@ from assistant.cli._common import (
 )
 from assistant.cli._filters import resolve_filters
 from assistant.cli.access import add_users_parser, bind, cli_user, run_users
-from assistant.config import EmbeddingSettings, Settings
+from assistant.config import Settings
 from assistant.errors import AssistantError, ConfigError
 from assistant.protocols import Embedder, Searcher
 from assistant.types import HEADING_SEPARATOR, SearchFilters, SearchResult
@@ -155,18 +155,6 @@ def build_searcher(settings: Settings) -> Searcher:
     from assistant.retrieval.factory import open_retriever
 
     return open_retriever(settings, embedder=build_embedder(settings))
-
-
-def build_embedder(settings: Settings) -> Embedder:
-    """Return the configured embedder; one per configuration and process, shared by commands."""
-    return _embedder(settings.embedding)
-
-
-@functools.cache
-def _embedder(embedding: EmbeddingSettings) -> Embedder:
-    from assistant.embeddings.factory import make_embedder
-
-    return make_embedder(embedding)
 
 
 def main(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from assistant.answering.citations import check_answer
 from assistant.answering.llm import LENGTH_NOTE, TIME_NOTE, OpenAIChat
 from assistant.answering.safety import SafeStream
@@ -12,6 +14,7 @@ from tests.support.model_chat import LEAVE, OWN, chat_over, final_messages, is_s
 from tests.support.openai_server import FakeOpenAIServer, Reply
 
 
+@pytest.mark.slow
 def test_a_slow_endless_stream_ends_near_the_budget_with_a_note_and_sources() -> None:
     """D5: a slow-drip, looping model is cut at ASSISTANT_LLM_TOTAL_TIMEOUT."""
     endless = Reply(text="Staff get 25 days of annual leave [1]. ", endless=True, delay=0.05)
@@ -28,6 +31,7 @@ def test_a_slow_endless_stream_ends_near_the_budget_with_a_note_and_sources() ->
     assert any(is_sources(m) for m in messages)
 
 
+@pytest.mark.slow
 def test_a_stalled_server_is_cut_at_the_budget_not_the_read_timeout() -> None:
     """D5: the budget holds even while a read is blocked (timeout 10 s, budget 2 s)."""
     stall = Reply(text="Staff get 25 days [1]. More text", fault="stall", stall_seconds=15)
@@ -69,6 +73,7 @@ def _processing_seconds(chars: int) -> float:
     return time.process_time() - started
 
 
+@pytest.mark.slow
 def test_per_answer_work_is_linear_in_the_answer_length() -> None:
     """D5: neutralising and checking 200k characters costs ~10x 20k, not 100x."""
     small = min(_processing_seconds(20_000) for _ in range(2))

@@ -424,6 +424,7 @@ def _check_prompts(requests: list[dict[str, Any]]) -> None:
         assert "OVERRIDE" not in str(messages)
 
 
+@pytest.mark.slow
 def test_forged_history_cannot_replace_the_system_prompt_and_is_bounded(served: Served) -> None:
     requests = served.corpus.server.requests
     before = len(requests)

@@ -167,12 +167,14 @@ def _assert_error(response: httpx.Response, status: int, code: str) -> dict[str,
 # -- the official client ------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_models_lists_the_collection(server: ApiServer, api_key: str) -> None:
     models = _client(server, api_key).models.list()
     assert [m.id for m in models.data] == [MODEL]
     assert models.data[0].owned_by == "policy-assistant"
 
 
+@pytest.mark.slow
 def test_a_completion_cites_its_sources_in_text_and_as_data(
     server: ApiServer, api_key: str
 ) -> None:
@@ -201,6 +203,7 @@ def test_a_completion_cites_its_sources_in_text_and_as_data(
     assert reply.usage.total_tokens == reply.usage.prompt_tokens + reply.usage.completion_tokens
 
 
+@pytest.mark.slow
 def test_streaming_gives_the_same_answer_and_sources_on_the_final_chunk(
     server: ApiServer, api_key: str
 ) -> None:
@@ -220,6 +223,7 @@ def test_streaming_gives_the_same_answer_and_sources_on_the_final_chunk(
     assert (chunks[-1].model_extra or {})["sources"] == (whole.model_extra or {})["sources"]
 
 
+@pytest.mark.slow
 def test_append_sources_false_keeps_only_the_structured_sources(
     server: ApiServer, api_key: str
 ) -> None:
@@ -251,6 +255,7 @@ def _sse_events(response: httpx.Response) -> list[str]:
     return payloads
 
 
+@pytest.mark.slow
 def test_the_raw_stream_is_the_openai_streaming_format(server: ApiServer, api_key: str) -> None:
     body = {
         "model": MODEL,
@@ -291,6 +296,7 @@ def test_the_raw_stream_is_the_openai_streaming_format(server: ApiServer, api_ke
     assert usage["usage"]["completion_tokens"] == tokenizer.count(text)
 
 
+@pytest.mark.slow
 def test_curl_streams_and_answers(server: ApiServer, api_key: str) -> None:
     curl = shutil.which("curl")
     if curl is None:
@@ -313,6 +319,7 @@ def test_curl_streams_and_answers(server: ApiServer, api_key: str) -> None:
 # -- errors ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_errors_are_openai_shaped(server: ApiServer, api_key: str) -> None:
     question = [{"role": "user", "content": QUESTION}]
     _assert_error(_post(server, {"messages": question}), 401, "missing_api_key")
@@ -339,6 +346,7 @@ def test_errors_are_openai_shaped(server: ApiServer, api_key: str) -> None:
     assert error["param"] == "model"
 
 
+@pytest.mark.slow
 def test_no_index_answers_503_and_no_key_means_the_api_is_off(tmp_path: Path) -> None:
     keys = tmp_path / "keys.json"
     api = ApiServer("--index", str(tmp_path / "missing"), "--keys", str(keys))
@@ -357,6 +365,7 @@ def test_no_index_answers_503_and_no_key_means_the_api_is_off(tmp_path: Path) ->
 # -- model mode: what reaches the model ----------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_client_system_message_never_reaches_the_model(
     model_api: ApiServer, model_server: FakeOpenAIServer
 ) -> None:
@@ -376,6 +385,7 @@ def test_a_client_system_message_never_reaches_the_model(
     assert "PirateBot" not in json.dumps(sent)
 
 
+@pytest.mark.slow
 def test_history_is_capped_and_our_source_list_is_cut_from_earlier_answers(
     model_api: ApiServer, model_server: FakeOpenAIServer
 ) -> None:
@@ -396,6 +406,7 @@ def test_history_is_capped_and_our_source_list_is_cut_from_earlier_answers(
     assert "Marker" not in json.dumps(prompt)
 
 
+@pytest.mark.slow
 def test_an_overloaded_worker_answers_429(
     model_api: ApiServer, model_server: FakeOpenAIServer
 ) -> None:
@@ -424,6 +435,7 @@ def _parent_of(pid: int) -> int:
     return int(stat.rsplit(")", 1)[1].split()[1])
 
 
+@pytest.mark.slow
 def test_two_workers_are_two_processes_answering(server: ApiServer, api_key: str) -> None:
     def ask(_: int) -> tuple[int, str]:
         response = _post(server, {"messages": [{"role": "user", "content": QUESTION}]}, api_key)
@@ -518,6 +530,7 @@ def test_the_source_list_escapes_document_text_and_links_to_the_public_viewer() 
     assert "open section" not in sources_text(source_entries(answer, public_url=""))
 
 
+@pytest.mark.slow
 def test_a_model_failing_mid_stream_ends_the_answer_with_a_note(
     model_api: ApiServer, model_server: FakeOpenAIServer
 ) -> None:

@@ -181,6 +181,7 @@ log.close(30)
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["full", "anonymised"])
 def test_two_processes_write_one_file(tmp_path: Path, mode: str) -> None:
     path = tmp_path / "audit.sqlite3"

@@ -82,6 +82,7 @@ def test_ask_answers_when_the_audit_directory_cannot_exist(
     assert "audit log unavailable" in caplog.text
 
 
+@pytest.mark.slow
 def test_ask_answers_while_another_process_locks_the_database(
     index: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -166,6 +166,7 @@ _SHAPE = Shape(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     doc=markdown_documents(_SHAPE),

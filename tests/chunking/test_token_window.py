@@ -64,6 +64,7 @@ _SHAPE = Shape(
 _BUDGETS = chunk_settings(min_budget=64, max_budget=400, max_overlap=0.3, min_share=4, fill=False)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(doc=markdown_documents(_SHAPE), config=_BUDGETS)
 def test_no_chunk_of_random_markdown_exceeds_the_embedders_window(

@@ -47,6 +47,7 @@ def small_corpus(root: Path, count: int = 6) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_json_summary_contract_and_second_run_is_a_no_op(tmp_path: Path) -> None:
     docs = small_corpus(tmp_path / "docs", count=3)
     (docs / "notes.xyz").write_text("not a policy")
@@ -75,6 +76,7 @@ def test_json_summary_contract_and_second_run_is_a_no_op(tmp_path: Path) -> None
     assert again["chunks"] == {"written": 0, "deleted": 0, "oversize": 0}
 
 
+@pytest.mark.slow
 def test_strict_fails_the_run_and_dry_run_prints_the_plan(tmp_path: Path) -> None:
     docs = small_corpus(tmp_path / "docs", count=2)
     (docs / "binary.md").write_bytes(b"# T\n\x00\x01\x02")
@@ -91,6 +93,7 @@ def test_strict_fails_the_run_and_dry_run_prints_the_plan(tmp_path: Path) -> Non
     assert not (index / "chroma").exists()
 
 
+@pytest.mark.slow
 def test_a_redirect_page_is_skipped_and_strict_still_succeeds(tmp_path: Path) -> None:
     docs = small_corpus(tmp_path / "docs", count=1)
     (docs / "moved.md").write_text("---\nredirect_to: /policy-0\n---\n")
@@ -150,6 +153,7 @@ def run_ingest_on_a_terminal(*args: str) -> tuple[int, str, str]:
     return code, stdout, received.decode(errors="replace")
 
 
+@pytest.mark.slow
 def test_progress_bar_follows_the_embedding_on_a_terminal_only(tmp_path: Path) -> None:
     docs = sectioned_corpus(tmp_path / "docs", docs=4, sections=40)
 
@@ -171,12 +175,14 @@ def test_progress_bar_follows_the_embedding_on_a_terminal_only(tmp_path: Path) -
     assert f"chunks: {written} written" in piped.stdout
 
 
+@pytest.mark.slow
 def test_missing_folder_is_a_usage_error(tmp_path: Path) -> None:
     result = run_ingest(str(tmp_path / "nowhere"), "--index", str(tmp_path / "index"))
     assert result.returncode == 2
     assert "nowhere" in result.stderr
 
 
+@pytest.mark.slow
 def test_ingest_works_with_the_network_blocked(tmp_path: Path) -> None:
     docs = small_corpus(tmp_path / "docs", count=2)
     env = {
@@ -199,6 +205,7 @@ def test_ingest_works_with_the_network_blocked(tmp_path: Path) -> None:
     assert json.loads(result.stdout)["counts"]["added"] == 2
 
 
+@pytest.mark.slow
 def test_two_ingests_at_once_one_is_refused(tmp_path: Path) -> None:
     docs = small_corpus(tmp_path / "docs", count=16)
     index = tmp_path / "index"
@@ -232,6 +239,7 @@ def kill_corpus(
     return docs, stored_state(base / "clean")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("delay", [1.5, 4.0])
 def test_killed_ingest_converges_to_a_clean_ingest(
     tmp_path: Path, delay: float, kill_corpus: tuple[Path, dict[str, tuple[str, str, str]]]

@@ -30,6 +30,7 @@ def real_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return base / "idx"
 
 
+@pytest.mark.slow
 def test_a_bad_jsonl_question_gets_an_error_line_and_the_process_goes_on(real_index: Path) -> None:
     """D11: a lone surrogate (escaped) or invalid UTF-8 (raw) yields a per-line error."""
     lines = (
@@ -49,6 +50,7 @@ def test_a_bad_jsonl_question_gets_an_error_line_and_the_process_goes_on(real_in
     assert answers[3]["chunks"][0]["source"] == "parking.md"
 
 
+@pytest.mark.slow
 def test_an_invalid_utf8_argument_is_searched_without_a_traceback(real_index: Path) -> None:
     """D11: ``search "$(printf 'leave \\xff')"`` answers (the bad byte becomes U+FFFD)."""
     done = run_search([b"annual leave \xff", "--index", str(real_index)])

@@ -40,6 +40,7 @@ def hostile_index(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]
     return docs, base / "idx"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flags", [["--dry-run"], []])
 def test_ingest_output_carries_no_control_characters_from_file_names(
     hostile_index: tuple[Path, Path], flags: list[str]
@@ -54,6 +55,7 @@ def test_ingest_output_carries_no_control_characters_from_file_names(
     assert "bad\\x1b[2J\\x9bname.xyz" in done.stdout
 
 
+@pytest.mark.slow
 def test_search_output_carries_no_control_characters_from_documents(
     hostile_index: tuple[Path, Path],
 ) -> None:

@@ -367,6 +367,7 @@ print(sorted(report.added), sorted(p.source for p in report.problems))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero-symlink"])
 def test_special_files_do_not_hang_the_ingest(tmp_path: Path, kind: str) -> None:
     docs = tmp_path / "docs"

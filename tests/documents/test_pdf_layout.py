@@ -99,6 +99,7 @@ def test_a_scanned_pdf_is_reported_as_such(samples: Path) -> None:
     assert str(info.value).startswith("notice.pdf: scanned PDF: its 1 page(s) are images")
 
 
+@pytest.mark.slow
 def test_ingest_skips_a_scan_and_keeps_what_it_stored(samples: Path, tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()

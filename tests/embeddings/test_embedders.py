@@ -149,6 +149,7 @@ def test_threads_share_one_lazy_load() -> None:
     np.testing.assert_allclose(np.vstack(results), embedder.embed(texts), atol=1e-5)
 
 
+@pytest.mark.slow
 def test_dynamic_variant_is_built_once_into_the_cache(tmp_path: Path) -> None:
     packaged = OnnxEmbedder()
     dynamic = OnnxEmbedder(variant="dynamic", cache_dir=tmp_path)
@@ -164,6 +165,7 @@ def test_dynamic_variant_is_built_once_into_the_cache(tmp_path: Path) -> None:
     assert built.stat().st_mtime_ns == stamp
 
 
+@pytest.mark.slow
 def test_a_damaged_cached_variant_is_rebuilt(tmp_path: Path) -> None:
     OnnxEmbedder(variant="dynamic", cache_dir=tmp_path).count_tokens(["build it"])
     (built,) = tmp_path.iterdir()
@@ -214,6 +216,7 @@ def test_an_unwritable_cache_names_the_directory(read_only_dir: Path, inside: st
     assert "ASSISTANT_EMBEDDING_VARIANT=packaged" in message
 
 
+@pytest.mark.slow
 def test_a_read_only_cache_that_holds_the_copy_is_used(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     built = OnnxEmbedder(variant="dynamic", cache_dir=cache)
@@ -241,6 +244,7 @@ def _search(index: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str
     )
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)  # three processes that each load a model
 def test_an_index_is_never_searched_with_another_variant_or_copy(tmp_path: Path) -> None:
     docs, index, cache = tmp_path / "docs", tmp_path / "index", tmp_path / "cache"
@@ -292,6 +296,7 @@ def test_unknown_variant_is_rejected() -> None:
         Settings.from_env({"ASSISTANT_EMBEDDING_VARIANT": "bogus"})
 
 
+@pytest.mark.slow
 def test_variant_comes_from_the_environment(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -306,6 +311,7 @@ def test_variant_comes_from_the_environment(
     assert default.identity == "local:all-MiniLM-L6-v2:int8"
 
 
+@pytest.mark.slow
 def test_dynamic_vectors_depend_on_their_batch_mates_packaged_do_not(tmp_path: Path) -> None:
     # Why packaged stays the default: quantize_dynamic scales the activations per
     # tensor, i.e. per batch, so a text's vector changes with the texts beside it,
@@ -343,6 +349,7 @@ def _run_python(code: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_embeds_with_the_network_blocked() -> None:
     result = _run_python(
         """

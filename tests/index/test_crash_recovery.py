@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from assistant.config import StoreSettings
 from assistant.index.changes import read_changes
 from assistant.index.chroma import ChromaIndex, forget_cached_clients
@@ -44,6 +46,7 @@ def committed_generation(index: Path) -> str:
     return str(metadata["generation"])
 
 
+@pytest.mark.slow
 def test_after_a_kill_inside_commit_the_next_run_republishes_the_generation(
     tmp_path: Path,
 ) -> None:
@@ -100,6 +103,7 @@ def _reader(index: Path) -> IndexReader:
     )
 
 
+@pytest.mark.slow
 def test_a_reader_after_a_crashed_ingest_serves_one_version_of_each_document(
     tmp_path: Path,
 ) -> None:

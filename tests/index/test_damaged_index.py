@@ -16,6 +16,7 @@ from tests.conftest import FakeEmbedder, run_ingest
 from tests.support.tiny_corpus import TINY_CORPUS, fake_settings, run_search, write_docs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["garbage", "half"])
 def test_rebuild_recovers_a_malformed_index_database(tmp_path: Path, damage: str) -> None:
     """D14: a damaged ``chroma.sqlite3`` names ``--rebuild``, and ``--rebuild`` recovers it."""

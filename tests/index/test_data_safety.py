@@ -32,6 +32,9 @@ from tests.conftest import INGEST, ROOT, ChromaServer, free_port, run_ingest
 from tests.support.openai_server import FakeOpenAIServer, Reply
 from tests.support.served_ui import launched
 
+# Every test here runs ingest.py and embeds with the real model.
+pytestmark = pytest.mark.slow
+
 CITE_ALL = Reply(text="See [1] [2] [3] [4].", chunk_chars=6)
 
 TRAVEL_V1 = "The travel allowance is OLDMARK forty dollars per day for staff on duty travel."

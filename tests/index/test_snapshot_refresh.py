@@ -341,6 +341,7 @@ def run_two_processes(tmp_path: Path, store: StoreSettings) -> None:
     assert not any(cid.startswith("travel.md") for cid in in_final)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_an_embedded_reader_answers_from_one_generation_while_another_process_ingests(
     tmp_path: Path,

@@ -143,12 +143,20 @@ CASES = {
 }
 
 
+@pytest.fixture(scope="module")
+def exact_and_int8() -> tuple[Retriever, Retriever]:
+    """One 4,000-chunk snapshot and its two retrievers, built once for the ten cases."""
+    snap = snapshot()
+    return retriever(snap, int8_above=0), retriever(snap, int8_above=1)
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 @pytest.mark.parametrize("mode", ["hybrid", "dense"])
-def test_int8_candidates_rank_as_the_float32_scan(case: str, mode: str) -> None:
-    snap = snapshot()
-    exact, int8 = retriever(snap, int8_above=0), retriever(snap, int8_above=1)
-    for r in (exact, int8):
+def test_int8_candidates_rank_as_the_float32_scan(
+    case: str, mode: str, exact_and_int8: tuple[Retriever, Retriever]
+) -> None:
+    exact, int8 = exact_and_int8
+    for r in (exact, int8):  # each case sets the mode it checks
         r.settings = replace(r.settings, mode=mode, top_k=10)
     filters, user = CASES[case]
     for i in range(15):

@@ -1,6 +1,7 @@
 """The real app served on 127.0.0.1 for web and browser tests, and how a user drives it.
 
-`launched` ingests a folder, builds the real app (`build_app`) over it with the fast
+`launched` ingests a folder (with the default embedder: once per session, then copied,
+`tests.support.corpora`), builds the real app (`build_app`) over it with the fast
 fake embedder and serves it in Gradio's background thread until the ``with`` ends;
 `behind_fake_model` does the same with `FakeOpenAIServer` as the chat model, its
 next answer in ``Served.replies["next"]``; `demo_launched` serves a UI built on a
@@ -27,6 +28,7 @@ from assistant.web.app import build_app
 from assistant.web.ui import launch
 from assistant.web.viewer import DocumentViewer
 from tests.conftest import SAMPLE_POLICIES, FakeEmbedder, free_port
+from tests.support.corpora import ingest_once
 from tests.support.openai_server import FakeOpenAIServer, Reply
 
 ANSWER = "Emergency Loans carry interest at 12% per annum on a reducing balance [1]."
@@ -91,17 +93,23 @@ def launched(
     Args:
         settings: The app's settings (`app_settings` makes the usual ones).
         docs: The document root: ingested, and the one the viewer serves from.
-        ingest_first: Off when the test has built the index already.
+        ingest_first: Off when the test has built the index already. With no ``embedder``
+            the index is a copy of the session's one ingest of ``docs`` (same settings).
         expect_clean: Fail unless the ingest reports no problem with any document.
         embedder: For ingest and app alike; a fresh `FakeEmbedder` when None.
         server: The fake model the settings point at, kept on `Served` for the test.
         replies: The fake model's scripted next answer, kept on `Served` for the test.
     """
-    embedder = embedder or FakeEmbedder()
     if ingest_first:
-        report = ingest([docs], settings=settings, embedder=embedder)
+        # With the default embedder, one ingest of ``docs`` per session, copied here.
+        problems = (
+            ingest_once(docs, settings)
+            if embedder is None
+            else ingest([docs], settings=settings, embedder=embedder).problems
+        )
         if expect_clean:
-            assert not report.problems, report.problems
+            assert not problems, problems
+    embedder = embedder or FakeEmbedder()
     app = build_app(settings, doc_roots=[docs], embedder=embedder)
     url = app.launch()
     try:

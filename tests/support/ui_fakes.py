@@ -116,6 +116,18 @@ class FakeService:
     streams: list[FakeStream] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def reset(self, **fields: Any) -> None:
+        """Forget the calls and streams and go back to the defaults (then ``fields``).
+
+        For a service shared by the tests of a module behind one served app.
+        """
+        fresh = FakeService(**fields)
+        with self._lock:
+            for name in ("deltas", "hits", "delay", "fail_after", "no_good_match", "raise_on_ask"):
+                setattr(self, name, getattr(fresh, name))
+            self.calls.clear()
+            self.streams.clear()
+
     def ask(
         self,
         question: str,

@@ -7,12 +7,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from gradio_client import Client
 
 from tests.support.openai_server import Reply
 from tests.support.served_ui import behind_fake_model
 
 
+@pytest.mark.slow
 def test_four_looping_answers_do_not_block_a_fifth_user_past_the_budget(tmp_path: Path) -> None:
     """D5: at ASSISTANT_CONCURRENCY=4, four endless answers hold their slots only for
     the budget, so a fifth user's question is answered right after it, not never."""

@@ -36,8 +36,10 @@ def service() -> FakeService:
     return FakeService(delay=0.08)
 
 
-@pytest.fixture
-def running(service: FakeService) -> Iterator[Running]:
+@pytest.fixture(scope="module")
+def served_demo() -> Iterator[tuple[str, FakeService]]:
+    """One UI served for the module, over one scripted service that each test resets."""
+    service = FakeService(delay=0.08)
     settings = Settings(ui=UISettings(port=free_port(), concurrency=4))
     demo = build_demo(
         service,
@@ -46,7 +48,15 @@ def running(service: FakeService) -> Iterator[Running]:
         tags=["loans", "hr"],
     )
     with demo_launched(demo, settings) as url:
-        yield Running(url, service, Client(url, verbose=False))
+        yield url, service
+
+
+@pytest.fixture
+def running(served_demo: tuple[str, FakeService]) -> Running:
+    """The module's app with its service back to the defaults, and a new session."""
+    url, service = served_demo
+    service.reset(delay=0.08)
+    return Running(url, service, Client(url, verbose=False))
 
 
 def ask(client: Client, question: str, *args: Any) -> tuple[list[Any], list[dict[str, Any]]]:
@@ -153,6 +163,7 @@ def test_document_route_refuses_escapes(running: Running, path: str) -> None:
     assert info.value.code == 404
 
 
+@pytest.mark.slow
 def test_login_is_required_when_auth_is_configured(service: FakeService) -> None:
     settings = Settings(ui=UISettings(port=free_port(), auth=(("ann", "pw-123"),)))
     demo = build_demo(service, settings=settings)

@@ -1,9 +1,11 @@
-"""The package's public surface and the promise that importing it is cheap."""
+"""The wheel as ``pip install .`` builds it: every module inside, and a non-editable install
+that ingests and searches (no checkout on sys.path)."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -11,40 +13,19 @@ from pathlib import Path
 
 import pytest
 
-import assistant
-from assistant.config import Settings
 from tests.conftest import ROOT
-
-
-def test_import_loads_no_vendor_library_and_touches_nothing() -> None:
-    probe = (
-        "import json, os, sys; before = set(os.listdir('.')); import assistant; "
-        "heavy = ['gradio', 'chromadb', 'openai', 'onnxruntime', 'tiktoken', 'markdown_it'];"
-        "print(json.dumps({'loaded': [m for m in heavy if m in sys.modules],"
-        " 'created': sorted(set(os.listdir('.')) - before)}))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
-    )
-    assert json.loads(out.stdout) == {"loaded": [], "created": []}
-
-
-def test_every_exported_name_exists() -> None:
-    assert sorted(assistant.__all__) == assistant.__all__
-    for name in assistant.__all__:
-        assert hasattr(assistant, name), name
-
-
-def test_defaults_need_no_environment() -> None:
-    settings = Settings.from_env({})
-    assert settings == Settings()
-    assert not settings.llm.enabled  # offline answers on a fresh machine
-    assert settings.embedding.backend == "local"
-    assert not settings.store.is_remote
-
 
 # What ``ingest.py`` runs, without putting the checkout (and its ``assistant/``) on sys.path.
 INGEST = "import sys; from assistant.cli import ingest_main; raise SystemExit(ingest_main())"
+
+
+ONE_OF_EACH_KIND = (
+    "loan-policy.md",
+    "credit-committee-procedures.pdf",
+    "member-dividend-policy.docx",
+    "mobile-banking-terms.html",
+    "office-hours-and-holidays.txt",
+)
 
 
 @pytest.fixture(scope="module")
@@ -62,6 +43,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return found
 
 
+@pytest.mark.slow
 def test_the_wheel_holds_every_module(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         shipped = {n for n in archive.namelist() if n.startswith("assistant/")}
@@ -70,6 +52,7 @@ def test_the_wheel_holds_every_module(wheel: Path) -> None:
     assert "assistant/py.typed" in shipped
 
 
+@pytest.mark.slow
 def test_a_non_editable_install_ingests_and_searches(wheel: Path, tmp_path: Path) -> None:
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
@@ -93,6 +76,12 @@ def test_a_non_editable_install_ingests_and_searches(wheel: Path, tmp_path: Path
     (Path(site) / "project-deps.pth").write_text(deps + "\n", encoding="utf-8")
     work = tmp_path / "work"
     work.mkdir()
+    # One document of each kind the loaders read: every format module of the wheel runs,
+    # and the real embedding model embeds a few chunks rather than the whole sample set.
+    docs = work / "docs"
+    docs.mkdir()
+    for name in ONE_OF_EACH_KIND:
+        shutil.copy(ROOT / "data" / "policies" / name, docs / name)
     env = {**os.environ, "ASSISTANT_INDEX": str(work / "index"), "PYTHONPATH": ""}
     where = subprocess.run(
         [str(python), "-c", "import assistant.cli.ingest as m; print(m.__file__)"],
@@ -104,7 +93,7 @@ def test_a_non_editable_install_ingests_and_searches(wheel: Path, tmp_path: Path
     ).stdout
     assert where.startswith(site), where
     ingest = subprocess.run(
-        [str(python), "-c", INGEST, str(ROOT / "data" / "policies"), "--json"],
+        [str(python), "-c", INGEST, str(docs), "--json"],
         capture_output=True,
         text=True,
         cwd=work,
@@ -112,7 +101,9 @@ def test_a_non_editable_install_ingests_and_searches(wheel: Path, tmp_path: Path
         timeout=600,
     )
     assert ingest.returncode == 0, ingest.stderr[-2000:]
-    assert json.loads(ingest.stdout)["counts"]["failed"] == 0
+    summary = json.loads(ingest.stdout)
+    assert summary["counts"]["failed"] == 0
+    assert sorted(summary["documents"]["added"]) == sorted(ONE_OF_EACH_KIND)
     search = subprocess.run(
         [str(python), "-m", "assistant", "search", "What is the emergency loan interest rate?"],
         capture_output=True,
