@@ -61,6 +61,8 @@ ASSISTANT_CHANGES_DAYS         a citation of a section changed this recently say
 ASSISTANT_CHANGES_WEBHOOK      URL that gets each ingest's change list as a JSON POST
 ASSISTANT_EXAMPLES             example questions on the landing page, separated by ``|``
                                (unset: drawn from the corpus; ``none``: no examples)
+ASSISTANT_TRACE                who sees each answer's retrieval Trace: ``admins`` (default)
+                               or ``everyone``
 =============================  =====================================================
 """
 
@@ -327,6 +329,9 @@ class LLMSettings:
         return bool(self.base_url or self.api_key)
 
 
+TRACE_AUDIENCES = ("admins", "everyone")
+
+
 @dataclass(frozen=True, slots=True)
 class UISettings:
     """Where and how the chat UI is served."""
@@ -340,8 +345,15 @@ class UISettings:
     trusted_proxies: tuple[str, ...] = ()
     # Empty: example questions are drawn from the corpus; ("none",) shows none.
     examples: tuple[str, ...] = ()
+    # Who sees the retrieval Trace under each answer: "admins" or "everyone".
+    trace: str = "admins"
 
     def __post_init__(self) -> None:
+        _require(
+            self.trace in TRACE_AUDIENCES,
+            "ASSISTANT_TRACE",
+            f"trace must be one of {', '.join(TRACE_AUDIENCES)}, got {self.trace!r}",
+        )
         _require(
             1 <= self.concurrency <= MAX_CONCURRENCY,
             "ASSISTANT_CONCURRENCY",
@@ -535,6 +547,7 @@ class Settings:
                     if p.strip()
                 ),
                 examples=_split_examples(env.text("ASSISTANT_EXAMPLES", "")),
+                trace=env.text("ASSISTANT_TRACE", d.ui.trace).strip().lower(),
             ),
             api=APISettings(
                 host=env.text("ASSISTANT_API_HOST", d.api.host),
