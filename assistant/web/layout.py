@@ -98,6 +98,8 @@ html, body, gradio-app {{ height: 100%; }}
   #chat-header h1 {{ font-size: 1.25rem; }}
 }}
 .message-content table {{ display: block; max-width: 100%; overflow-x: auto; }}
+.message-content .table-hint {{ margin: 0.25rem 0; font-size: 0.85rem;
+  color: {SUBDUED_TEXT}; }}
 .message-content th, .message-content td {{ min-width: 7rem; overflow-wrap: normal !important;
   word-break: normal !important; }}
 .message-content pre {{ white-space: pre-wrap; overflow-wrap: anywhere; }}
@@ -187,6 +189,21 @@ JS = """
       if (inner.getAttribute("aria-hidden") === "true") return;
       inner.setAttribute("aria-hidden", "true");
       inner.setAttribute("tabindex", "-1");
+    });
+    // A table wider than its box says so: on a phone most columns are out of sight.
+    document.querySelectorAll(".message-content table").forEach((table) => {
+      const hint = table.previousElementSibling;
+      const has = hint && hint.classList.contains("table-hint");
+      const wide = table.scrollWidth > table.clientWidth + 1;
+      if (wide && !has) {
+        const note = document.createElement("p");
+        note.className = "table-hint";
+        const columns = table.rows.length ? table.rows[0].cells.length : 0;
+        note.textContent = "Scroll sideways to see all " + columns + " columns \u2192";
+        table.before(note);
+      } else if (!wide && has) {
+        hint.remove();
+      }
     });
     // Focus back in the question box once an answer has finished.
     const box = input();
