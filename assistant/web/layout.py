@@ -308,6 +308,8 @@ JS = """
         button.click();
         const box = input();
         if (box) box.focus();
+        // Gradio may redraw the box as the chat empties: focus it again once done.
+        setTimeout(() => { const again = input(); if (again) again.focus(); }, 300);
       }
     }
   }, true);

@@ -79,8 +79,13 @@ def _opened(browser: Any, served: Served, size: str = "desktop") -> Any:
     return page
 
 
+FOCUSED_IN_BOX = "() => document.activeElement?.closest('#chat-input') !== null"
+
+
 def _focused_is_question_box(page: Any) -> bool:
-    return bool(page.evaluate("document.activeElement?.closest('#chat-input') !== null"))
+    """Wait (polling) until the question box has the focus; False if it never does."""
+    page.wait_for_function(FOCUSED_IN_BOX, timeout=5_000)
+    return True
 
 
 def _streaming(page: Any) -> None:
