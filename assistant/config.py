@@ -61,6 +61,8 @@ ASSISTANT_CHANGES_DAYS         a citation of a section changed this recently say
 ASSISTANT_CHANGES_WEBHOOK      URL that gets each ingest's public changes as a JSON POST
 ASSISTANT_EXAMPLES             example questions on the landing page, separated by ``|``
                                (unset: drawn from the corpus; ``none``: no examples)
+ASSISTANT_TRACE                who sees each answer's retrieval Trace: ``admins`` (default)
+                               or ``everyone``
 =============================  =====================================================
 """
 
@@ -328,6 +330,9 @@ class LLMSettings:
         return bool(self.base_url or self.api_key)
 
 
+TRACE_AUDIENCES = ("admins", "everyone")
+
+
 @dataclass(frozen=True, slots=True)
 class UISettings:
     """Where and how the chat UI is served."""
@@ -341,8 +346,15 @@ class UISettings:
     trusted_proxies: tuple[str, ...] = ()
     # Empty: example questions are drawn from the corpus; ("none",) shows none.
     examples: tuple[str, ...] = ()
+    # Who sees the retrieval Trace under each answer: "admins" or "everyone".
+    trace: str = "admins"
 
     def __post_init__(self) -> None:
+        _require(
+            self.trace in TRACE_AUDIENCES,
+            "ASSISTANT_TRACE",
+            f"trace must be one of {', '.join(TRACE_AUDIENCES)}, got {self.trace!r}",
+        )
         _require(
             1 <= self.concurrency <= MAX_CONCURRENCY,
             "ASSISTANT_CONCURRENCY",
@@ -592,6 +604,7 @@ def _ui_settings(env: _Env, d: UISettings) -> UISettings:
             p.strip() for p in env.text("ASSISTANT_TRUSTED_PROXIES", "").split(",") if p.strip()
         ),
         examples=_split_examples(env.text("ASSISTANT_EXAMPLES", "")),
+        trace=env.text("ASSISTANT_TRACE", d.trace).strip().lower(),
     )
 
 

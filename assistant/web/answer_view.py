@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from assistant.types import Answer, Hit, SearchFilters
-from assistant.web.format import doc_link, escape_markdown
+from assistant.web.format import doc_link, escape_markdown, section_path
 
 __all__ = [
     "SUMMARY_CHARS",
@@ -22,7 +22,7 @@ __all__ = [
     "sources_title",
 ]
 
-SUMMARY_CHARS = 110
+SUMMARY_CHARS = 240
 MAX_CLOSEST = 5
 
 
@@ -47,9 +47,8 @@ def sources_title(answer: Answer) -> str:
 
 
 def _place(hit: Hit) -> str:
-    title = hit.title or hit.chunk.source
-    section = hit.chunk.heading_path[-1] if len(hit.chunk.heading_path) > 1 else ""
-    return f"{title} > {section}" if section and section != title else title
+    """Return the hit's full section path: a shortened one is ambiguous (issue 30)."""
+    return section_path(hit)
 
 
 def sources_collapsed(answer: Answer, *, body: str, sources_text: str) -> bool:

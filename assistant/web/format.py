@@ -25,11 +25,51 @@ __all__ = [
     "doc_link",
     "escape_markdown",
     "history_to_turns",
+    "linked_markers",
+    "section_path",
     "sources_markdown",
     "trace_markdown",
+    "unlinked_markers",
 ]
 
 SNIPPET_CHARS = 320
+# A citation marker of the answer text, not an escaped one (backslashed) nor a link label.
+_MARKER = re.compile(r"(?<![\\\[])\[(\d{1,3})\](?!\()")
+# The same marker once `linked_markers` made it a link (the title is optional).
+_LINKED_MARKER = re.compile(r'\[\\\[(\d{1,3})\\\]\]\(/doc/[^)\s]*(?:\s+"[^"]*")?\)')
+
+
+def linked_markers(body: str, answer: Answer) -> str:
+    """Return the answer's Markdown with each ``[n]`` a link to source n's cited passage.
+
+    The link opens the viewer at the sentence the answer relies on; its title names
+    the source's full section path (the chat shows both in place when it is clicked).
+    Markers that point at no source stay text.
+    """
+    passages = cited_passages(answer)
+
+    def link(match: re.Match[str]) -> str:
+        number = int(match[1])
+        if not 1 <= number <= len(answer.sources):
+            return match[0]
+        hit = answer.sources[number - 1]
+        url = doc_link(hit, passage=passages.get(number, ""))
+        path = re.sub(r'["\\\s]+', " ", f"[{number}] {section_path(hit)}").strip()
+        return f'[\\[{number}\\]]({url} "{path}")'
+
+    return _MARKER.sub(link, body)
+
+
+def unlinked_markers(text: str) -> str:
+    """Return text with the links `linked_markers` made back to plain ``[n]``."""
+    return _LINKED_MARKER.sub(lambda m: f"[{m[1]}]", text)
+
+
+def section_path(hit: Hit) -> str:
+    """Return "Title > Chapter > Section", the whole way down to the hit's section."""
+    title = hit.title or hit.chunk.source
+    below = [h for h in hit.chunk.heading_path[1:] if h]
+    return " > ".join([title, *below])
 
 
 def history_to_turns(
@@ -75,7 +115,8 @@ def _to_turn(message: object, *, max_chars: int) -> Turn | None:
         metadata = getattr(message, "metadata", None)
     if isinstance(metadata, Mapping) and metadata.get("title"):
         return None
-    text = valid_unicode(_content_text(content, max_chars=max_chars).strip())
+    # The chat's citation links go back to plain markers: the model reads "[1]", no URLs.
+    text = valid_unicode(unlinked_markers(_content_text(content, max_chars=max_chars)).strip())
     if not text:
         return None
     if role == "user":

@@ -15,6 +15,7 @@ import html
 import re
 from collections.abc import Mapping, Sequence
 
+from assistant.web.format import unlinked_markers
 from assistant.words import valid_unicode
 
 __all__ = ["conversation_html", "conversation_markdown"]
@@ -43,7 +44,8 @@ def _messages(history: object) -> list[tuple[str, str, str]]:
             continue
         if title == _TRACE_TITLE:
             continue
-        kept.append((str(role), str(title), valid_unicode(content)))
+        # A citation link reads as its marker; the Sources after it carry the links.
+        kept.append((str(role), str(title), valid_unicode(unlinked_markers(content))))
     return kept
 
 

@@ -1,4 +1,10 @@
-"""The page's own CSS and script: a centred reading column, tables that scroll, clean copy.
+"""The page's own CSS and script: a full-height reading column, named controls, shortcuts.
+
+The chat scrolls inside a page exactly as tall as the window, so the question box stays
+in view (at the bottom) after any number of answers, on a desktop and on a phone. Text
+meets WCAG AA contrast (4.5:1) and focus shows a ring. The script names Gradio's
+icon-only controls, gives focus back to the question box after each answer and adds the
+keyboard shortcuts listed under the header's ``?`` (`SHORTCUTS`).
 
 Gradio's defaults stretch the chat over the whole window width (lines of 1,850 px), let
 wide tables collapse to one letter per line on a phone, and copy a message as its
@@ -8,14 +14,73 @@ loads anything from another host.
 
 from __future__ import annotations
 
-__all__ = ["CSS", "JS", "READING_WIDTH_PX"]
+__all__ = ["CSS", "JS", "READING_WIDTH_PX", "SHORTCUTS", "SHORTCUTS_HTML"]
 
 # About 90 characters a line at the chat's font size.
 READING_WIDTH_PX = 880
 
+# What a key does, as the ``?`` help lists it; `JS` implements each.
+SHORTCUTS = (
+    ("Enter", "send the question"),
+    ("Shift+Enter", "new line"),
+    ("Esc", "stop the answer"),
+    ("Ctrl+Shift+O", "new chat"),
+    ("Shift+Esc", "go to the question box"),
+)
+SHORTCUTS_HTML = (
+    '<details id="shortcuts-help"><summary aria-label="Keyboard shortcuts" '
+    'title="Keyboard shortcuts">?</summary><dl>'
+    + "".join(f"<dt><kbd>{key}</kbd></dt><dd>{what}</dd>" for key, what in SHORTCUTS)
+    + "</dl></details>"
+)
+
+# Darker than Gradio's greys (#bbbbc2 on white is 1.91:1); every pair here is >= 4.5:1.
+SUBDUED_TEXT = "#5c5c66"
+FOCUS_RING = "#1d4ed8"
+
 CSS = f"""
 .gradio-container {{ max-width: min({READING_WIDTH_PX}px, 100vw) !important;
   margin: 0 auto !important; }}
+:root, .gradio-container {{ --body-text-color-subdued: {SUBDUED_TEXT};
+  --block-info-text-color: {SUBDUED_TEXT}; --input-placeholder-color: {SUBDUED_TEXT};
+  --block-label-text-color: {SUBDUED_TEXT}; }}
+/* The page is exactly the window's height; the chat scrolls inside it and the question box
+   stays at the bottom. dvh follows a phone's collapsing address bar. */
+html, body, gradio-app {{ height: 100%; }}
+.gradio-container {{ height: 100vh; height: 100dvh; min-height: 0 !important; }}
+.gradio-container > .main, .gradio-container .wrap, .gradio-container main.contain {{
+  min-height: 0 !important; }}
+.gradio-container main.contain {{ overflow-y: auto; }}
+.gradio-container main.contain .column {{ min-height: 0 !important; }}
+#chat {{ flex: 1 1 0 !important; min-height: 12rem !important; }}
+.gradio-container footer {{ margin-top: 0 !important; padding: 2px 0 !important; }}
+.gradio-container footer, .gradio-container footer * {{ color: {SUBDUED_TEXT} !important; }}
+/* A ring on whatever has the keyboard focus, the question box included. */
+.gradio-container :focus-visible, #chat-input textarea:focus {{
+  outline: 3px solid {FOCUS_RING} !important; outline-offset: 1px; }}
+#shortcuts-help {{ position: relative; flex-grow: 0; }}
+#shortcuts-help summary {{ list-style: none; cursor: pointer; width: 2rem; height: 2rem;
+  border-radius: 50%; border: 1px solid {SUBDUED_TEXT}; text-align: center;
+  line-height: 1.9rem; font-weight: 600; }}
+#shortcuts-help summary::-webkit-details-marker {{ display: none; }}
+#shortcuts-help dl {{ position: absolute; right: 0; z-index: 20; margin: 0.25rem 0 0;
+  padding: 0.5rem 0.75rem; min-width: 17rem; display: grid; grid-template-columns: auto 1fr;
+  gap: 0.25rem 0.75rem; background: var(--block-background-fill, #fff);
+  border: 1px solid {SUBDUED_TEXT}; border-radius: 6px; }}
+#shortcuts-help dd {{ margin: 0; }}
+/* A citation's passage, in place over the chat. */
+#citation-pop {{ position: fixed; z-index: 50; box-sizing: border-box;
+  padding: 0.75rem 2.25rem 0.75rem 0.75rem;
+  background: #fff; color: #1f2937; border: 1px solid {SUBDUED_TEXT}; border-radius: 8px;
+  box-shadow: 0 6px 24px rgba(0, 0, 0, 0.18); font-size: 0.95rem; max-height: 60vh;
+  overflow-y: auto; }}
+#citation-pop .citation-path {{ margin: 0 0 0.5rem; font-weight: 600; }}
+#citation-pop blockquote {{ margin: 0 0 0.5rem; padding-left: 0.6rem;
+  border-left: 3px solid {FOCUS_RING}; }}
+#citation-pop a {{ color: {FOCUS_RING}; text-decoration: underline; }}
+#citation-pop .citation-close {{ position: absolute; top: 0.25rem; right: 0.25rem;
+  width: 2rem; height: 2rem; font-size: 1.25rem; background: none; border: 0;
+  color: #1f2937; cursor: pointer; }}
 /* Flex items default to min-width: auto, so one wide table widened the whole page. */
 .gradio-container, .gradio-container .main, .gradio-container main, .gradio-container .wrap,
 .gradio-container .column, .bubble-wrap, .message-wrap {{
@@ -23,15 +88,18 @@ CSS = f"""
 /* Rows keep Gradio's own widths and margins; they only may shrink below their content. */
 .message-row, .message-row .flex-wrap, .message-row .message {{ min-width: 0 !important; }}
 #chat-header {{ gap: 0.5rem; align-items: center; flex-wrap: nowrap; }}
-#chat-header h1 {{ margin: 0; font-size: 1.5rem; }}
+#chat-header h1 {{ margin: 0; font-size: 1.5rem; overflow-wrap: normal; word-break: normal; }}
 #chat-status p {{ margin: 0; color: var(--body-text-color-subdued); font-size: 0.85rem; }}
 #new-chat {{ flex-grow: 0; min-width: max-content; }}
 /* On a phone the kept conversations take a line of their own under the title. */
 @media (max-width: 640px) {{
   #chat-header {{ flex-wrap: wrap; }}
   #previous-chats {{ order: 3; flex-basis: 100%; }}
+  #chat-header h1 {{ font-size: 1.25rem; }}
 }}
 .message-content table {{ display: block; max-width: 100%; overflow-x: auto; }}
+.message-content .table-hint {{ margin: 0.25rem 0; font-size: 0.85rem;
+  color: {SUBDUED_TEXT}; }}
 .message-content th, .message-content td {{ min-width: 7rem; overflow-wrap: normal !important;
   word-break: normal !important; }}
 .message-content pre {{ white-space: pre-wrap; overflow-wrap: anywhere; }}
@@ -50,6 +118,8 @@ JS = """
     if (node.tagName === "BR") return "\\n";
     if (node.tagName === "BUTTON" || node.tagName === "svg") return "";
     let inner = Array.from(node.childNodes).map(textOf).join("");
+    // A citation link copies as its marker: the Sources below it name the place.
+    if (node.tagName === "A" && /^\\[\\d+\\]$/.test(inner.trim())) return inner;
     if (node.tagName === "A" && node.href && !node.href.startsWith("javascript:")) {
       inner = inner.trim() === node.href ? node.href : inner + " (" + node.href + ")";
     }
@@ -105,5 +175,143 @@ JS = """
   }
   hint();
   new MutationObserver(hint).observe(document.body, { childList: true, subtree: true });
+
+  // Names for Gradio's icon-only controls (a screen reader otherwise says "button").
+  // The toggle inside a Sources or Trace title duplicates the title's own role=button.
+  const input = () => document.querySelector("#chat-input textarea");
+  const NAMES = [["#chat-input .submit-button", "Send question"],
+                 ["#chat-input .stop-button", "Stop the answer"]];
+  let busy = false;
+  function tend() {
+    for (const [selector, name] of NAMES) {
+      document.querySelectorAll(selector).forEach((button) => {
+        if (!button.getAttribute("aria-label")) button.setAttribute("aria-label", name);
+      });
+    }
+    document.querySelectorAll(".thought-group .title button.icon-button").forEach((inner) => {
+      if (inner.getAttribute("aria-hidden") === "true") return;
+      inner.setAttribute("aria-hidden", "true");
+      inner.setAttribute("tabindex", "-1");
+    });
+    // A table wider than its box says so: on a phone most columns are out of sight.
+    document.querySelectorAll(".message-content table").forEach((table) => {
+      const hint = table.previousElementSibling;
+      const has = hint && hint.classList.contains("table-hint");
+      const wide = table.scrollWidth > table.clientWidth + 1;
+      if (wide && !has) {
+        const note = document.createElement("p");
+        note.className = "table-hint";
+        const columns = table.rows.length ? table.rows[0].cells.length : 0;
+        note.textContent = "Scroll sideways to see all " + columns + " columns \u2192";
+        table.before(note);
+      } else if (!wide && has) {
+        hint.remove();
+      }
+    });
+    // Focus back in the question box once an answer has finished.
+    const box = input();
+    const now = Boolean(document.querySelector("#chat-input .stop-button")) ||
+      Boolean(box && box.disabled);
+    if (busy && !now && box) {
+      const away = document.activeElement;
+      if (!away || away === document.body || away.closest("#chat, #chat-input")) box.focus();
+    }
+    busy = now;
+  }
+  let queued = false;
+  new MutationObserver(() => {
+    if (queued) return;
+    queued = true;
+    requestAnimationFrame(() => { queued = false; tend(); });
+  }).observe(document.body, { childList: true, subtree: true, attributes: true,
+                               attributeFilter: ["disabled"] });
+
+  // A citation [n] opens its passage in place: the section path (the link's title),
+  // the cited sentence (its passage= parameter) and a link to the viewer.
+  function closeCitation() {
+    const open = document.getElementById("citation-pop");
+    if (!open) return false;
+    const from = open.citedFrom;
+    open.remove();
+    if (from && from.isConnected) from.focus();
+    return true;
+  }
+  function showCitation(link) {
+    closeCitation();
+    const pop = document.createElement("div");
+    pop.id = "citation-pop";
+    pop.setAttribute("role", "dialog");
+    const path = link.getAttribute("title") || link.textContent;
+    pop.setAttribute("aria-label", "Source " + path);
+    const heading = document.createElement("p");
+    heading.className = "citation-path";
+    heading.textContent = path;
+    pop.appendChild(heading);
+    const passage = new URL(link.href).searchParams.get("passage");
+    if (passage) {
+      const quote = document.createElement("blockquote");
+      quote.textContent = passage;
+      pop.appendChild(quote);
+    }
+    const open = document.createElement("a");
+    open.href = link.href;
+    open.target = "_blank";
+    open.textContent = "Open in the document";
+    pop.appendChild(open);
+    const close = document.createElement("button");
+    close.type = "button";
+    close.className = "citation-close";
+    close.setAttribute("aria-label", "Close the source");
+    close.textContent = "\\u00d7";
+    close.addEventListener("click", closeCitation);
+    pop.appendChild(close);
+    pop.citedFrom = link;
+    document.body.appendChild(pop);
+    const at = link.getBoundingClientRect();
+    const width = Math.min(420, window.innerWidth - 16);
+    pop.style.width = width + "px";
+    pop.style.left = Math.max(8, Math.min(at.left, window.innerWidth - width - 8)) + "px";
+    const below = at.bottom + 6;
+    const high = pop.offsetHeight;
+    pop.style.top = (below + high <= window.innerHeight ? below
+                     : Math.max(8, at.top - high - 6)) + "px";
+    open.focus();
+  }
+  document.addEventListener("click", (event) => {
+    const target = event.target.closest ? event.target : null;
+    const link = target && target.closest(".message-content a[href*='/doc/']");
+    if (link && /^\\[\\d+\\]$/.test(link.textContent.trim())) {
+      event.preventDefault();
+      event.stopPropagation();
+      showCitation(link);
+    } else if (!(target && target.closest("#citation-pop"))) {
+      closeCitation();
+    }
+  }, true);
+
+  // Open WebUI's bindings: Esc stops, Ctrl+Shift+O starts a new chat, Shift+Esc goes
+  // to the question box.
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && !event.shiftKey && closeCitation()) {
+      event.preventDefault();
+    } else if (event.key === "Escape" && event.shiftKey) {
+      const box = input();
+      if (box) { event.preventDefault(); box.focus(); }
+    } else if (event.key === "Escape") {
+      const stop = document.querySelector("#chat-input .stop-button");
+      if (stop) { event.preventDefault(); stop.click(); }
+    } else if ((event.ctrlKey || event.metaKey) && event.shiftKey &&
+               event.key.toLowerCase() === "o") {
+      const button = document.getElementById("new-chat");
+      if (button) {
+        event.preventDefault();
+        button.click();
+        const box = input();
+        if (box) box.focus();
+        // Gradio may redraw the box as the chat empties: focus it again once done.
+        setTimeout(() => { const again = input(); if (again) again.focus(); }, 300);
+      }
+    }
+  }, true);
 }
 """

@@ -4,6 +4,8 @@ The passage is plain text (`assistant.web.plain`), the page is HTML in which it 
 run across inline markup (``<strong>``, links); matching folds case and runs of
 white space, and each text node the passage touches gets its own ``<mark>`` so the
 HTML stays well formed. The first one carries ``id="cited"``, the link's target.
+The first `PROBE_CHARS` place the passage; the mark then runs as far as the page goes
+on to match it, and never stops inside a word.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ _BULLET = re.compile(r"^[•\s]+")
 
 def mark_passage(page: str, passage: str) -> str | None:
     """Return ``page`` with ``passage`` marked, or None when it does not occur."""
-    probe = " ".join(_BULLET.sub("", passage).split()).lower()[:PROBE_CHARS].strip()
+    whole = " ".join(_BULLET.sub("", passage).split()).lower()
+    probe = whole[:PROBE_CHARS].strip()
     if not probe:
         return None
     tokens = _TAG.split(page)
@@ -30,8 +33,26 @@ def mark_passage(page: str, passage: str) -> str | None:
     start = folded.find(probe)
     if start < 0:
         return None
-    spans = _spans(where[start : start + len(probe)])
+    end = _word_end(folded, start + _matching(folded[start:], whole))
+    spans = _spans(where[start:end])
     return "".join(_marked(index, token, texts[index], spans) for index, token in enumerate(tokens))
+
+
+def _matching(text: str, wanted: str) -> int:
+    """Return how many leading characters of ``text`` match ``wanted``."""
+    count = 0
+    for have, want in zip(text, wanted, strict=False):
+        if have != want:
+            break
+        count += 1
+    return count
+
+
+def _word_end(text: str, end: int) -> int:
+    """Return ``end`` moved on to the end of the word it falls inside, if any."""
+    while 0 < end < len(text) and text[end - 1].isalnum() and text[end].isalnum():
+        end += 1
+    return end
 
 
 def _fold(tokens: list[str], texts: list[str]) -> tuple[str, list[tuple[int, int]]]:

@@ -24,7 +24,7 @@ from assistant.web.changes import ChangeFeed
 from assistant.web.conversations_ui import ConversationControls, wire_conversations, wire_stop
 from assistant.web.feedback import ChatAudit
 from assistant.web.identity import user_of
-from assistant.web.layout import CSS, JS
+from assistant.web.layout import CSS, JS, SHORTCUTS_HTML
 from assistant.web.panels import (
     FEEDBACK_OPTIONS,
     conversation_tools,
@@ -46,6 +46,9 @@ TITLE = "Policy assistant"
 # No fixed examples: `assistant.web.examples` draws them from the loaded corpus.
 EXAMPLES: tuple[str, ...] = ()
 PREVIOUS_LABEL = "Previous conversations"
+# The question box's accessible name (its label is not shown) and its hint.
+INPUT_LABEL = "Your question"
+INPUT_PLACEHOLDER = "Ask a question about the policies"
 
 
 def theme() -> gr.themes.Base:
@@ -143,6 +146,16 @@ def _chat(
             # with that reason, which the reason box then shows).
             feedback_options=FEEDBACK_OPTIONS,
         ),
+        textbox=gr.Textbox(
+            elem_id="chat-input",
+            label=INPUT_LABEL,
+            placeholder=INPUT_PLACEHOLDER,
+            show_label=False,
+            autofocus=True,
+            scale=7,
+            submit_btn=True,
+            stop_btn=True,
+        ),
         additional_inputs=list(boxes),
         additional_inputs_accordion=gr.Accordion("Filters", open=False, render=False),
         examples=[[question] for question in examples] or None,
@@ -179,6 +192,7 @@ def _header() -> tuple[ConversationControls, gr.Markdown]:
             min_width=260,
         )
         new_chat = gr.Button("New chat", elem_id="new-chat", size="sm", scale=0)
+        gr.HTML(SHORTCUTS_HTML, elem_id="shortcuts", container=False, scale=0, min_width=40)
     line = gr.Markdown("", elem_id="chat-status")  # filled per user on load
     note = gr.Markdown("", elem_id="chat-kept", visible=False)
     return ConversationControls(new_chat=new_chat, previous=previous, note=note), line

@@ -26,7 +26,12 @@ from assistant.users import Directory
 from assistant.web.answer_view import filter_note, filter_words
 from assistant.web.changes import ChangeFeed
 from assistant.web.feedback import RECORD_PREFIX, ChatAudit, owner_of
-from assistant.web.format import escape_markdown, history_to_turns, trace_markdown
+from assistant.web.format import (
+    escape_markdown,
+    history_to_turns,
+    linked_markers,
+    trace_markdown,
+)
 from assistant.web.identity import user_of
 from assistant.web.messages import (
     answer_messages,
@@ -89,6 +94,7 @@ class _Shown:
     audit: ChatAudit | None = None
     changes: ChangeFeed | None = None
     user: User = field(default=ANONYMOUS)
+    trace: bool = True
     owner: str = ""
 
 
@@ -113,6 +119,9 @@ def make_responder(
         directory: Resolves each request's user (None: everyone is anonymous).
         audit: Records each answer (and gives its message the record id); None records nothing.
         changes: Marks sources whose section changed lately ("updated on DATE").
+
+    The Trace follows an answer for administrators, or for everyone when
+    ``settings.ui.trace`` says so.
 
     Returns:
         A generator function yielding the chat messages of one answer.
@@ -141,6 +150,8 @@ def make_responder(
         shown = _Shown(filters=filter_words(filters, titles), names=names)
         shown.no_match_note = filter_note(filters, titles)
         shown.audit, shown.changes, shown.user = audit, changes, user
+        # Retrieval internals are for administrators unless the setting says everyone.
+        shown.trace = settings.ui.trace == "everyone" or user.is_admin
         shown.owner = owner_of(user, getattr(request, "session_hash", None))
         top_k = _clamp_k(k, default=settings.retrieval.top_k)
         turns = history_to_turns(history)
@@ -257,21 +268,23 @@ def _stream(
         yield [gr.ChatMessage(content=failed), *finished(pending)]
         return
     timings = {"first token": first, "total": time.perf_counter() - started}
-    messages = _final_messages(stream, answer, text, shown)
-    _record(messages[0], stream, answer, question, filters, shown, timings)
-    messages.append(_trace_message(stream, question, shown, timings))
+    # The checked answer drops citation markers that point at no source.
+    body = shown_text(answer, streamed=text, error=stream.error)
+    messages = _final_messages(stream, answer, body, shown)
+    _record(messages[0], body, stream, answer, question, filters, shown, timings)
+    if shown.trace:
+        messages.append(_trace_message(stream, question, shown, timings))
     yield messages
 
 
 def _final_messages(
-    stream: AnswerStream, answer: Answer, text: str, shown: _Shown
+    stream: AnswerStream, answer: Answer, body: str, shown: _Shown
 ) -> list[gr.ChatMessage]:
-    # The checked answer drops citation markers that point at no source.
-    body = shown_text(answer, streamed=text, error=stream.error)
     if stream.result.no_good_match or answer.not_covered:
         return no_match_messages(answer, body, shown.no_match_note)
     updated = shown.changes.updated_on if shown.changes else None
-    return answer_messages(answer, body, updated=updated)
+    # Each [n] links to its passage (the page opens it in place).
+    return answer_messages(answer, linked_markers(body, answer), updated=updated)
 
 
 def _trace_message(
@@ -292,6 +305,7 @@ def _trace_message(
 
 def _record(
     message: gr.ChatMessage,
+    body: str,
     stream: AnswerStream,
     answer: Answer,
     question: str,
@@ -299,13 +313,16 @@ def _record(
     shown: _Shown,
     timings: dict[str, float],
 ) -> None:
-    """Record the answer in the audit log; its id rides on the message for the thumbs."""
+    """Record the answer (as text, its markers unlinked) in the audit log.
+
+    The record id rides on the shown message, for the thumbs.
+    """
     if shown.audit is None:
         return
     record_id = shown.audit.answered(
         stream,
         answer,
-        str(message.content),
+        body,
         question=question,
         filters=filters or SearchFilters(),
         user=shown.user,

@@ -7,12 +7,14 @@ directory), loads the file with the same loader the ingest uses, and renders
 each `Section` in a ``<section id="anchor">`` so the anchors always match the
 ones stored on chunks. Markdown is rendered with raw HTML disabled (escaped);
 every other kind is shown as preformatted text. Pages carry a strict
-Content-Security-Policy, so even a hostile document cannot run script or load
-anything.
+Content-Security-Policy (only the page's own script runs, allowed by its hash), so
+even a hostile document cannot run script or load anything.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 import logging
 import re
@@ -31,7 +33,23 @@ __all__ = ["CSP", "SECURITY_HEADERS", "DocumentViewer", "ViewerPage"]
 
 logger = logging.getLogger(__name__)
 
-CSP = "default-src 'none'; style-src 'unsafe-inline'"
+# The page's one script (allowed by its hash, nothing else runs): "Back to the chat"
+# closes a viewer opened in a tab of its own, so the reader is back in the chat's tab
+# (a new chat only when the tab cannot close); on load, the cited passage's section
+# heading is scrolled to just under the sticky breadcrumb when both fit on the screen.
+_SCRIPT = (
+    "document.addEventListener('click',function(e){var a=e.target.closest&&"
+    "e.target.closest('a.back');if(!a||history.length>1)return;e.preventDefault();"
+    "window.close();setTimeout(function(){location.href=a.href},400)});"
+    "window.addEventListener('load',function(){var m=document.getElementById('cited');"
+    "var s=m&&m.closest('section');var h=s&&s.querySelector('h1,h2,h3,h4,h5,h6');"
+    "var c=document.querySelector('.crumbs');if(!h||!c)return;"
+    "var top=h.getBoundingClientRect().top+scrollY-c.offsetHeight-8;"
+    "var bottom=m.getBoundingClientRect().bottom+scrollY;"
+    "if(bottom-top<=innerHeight)scrollTo(0,top)});"
+)
+_SCRIPT_HASH = base64.b64encode(hashlib.sha256(_SCRIPT.encode()).digest()).decode()
+CSP = f"default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-{_SCRIPT_HASH}'"
 SECURITY_HEADERS = {
     "Content-Security-Policy": CSP,
     "X-Content-Type-Options": "nosniff",
@@ -48,6 +66,8 @@ _STYLE = (
     "[id]{scroll-margin-top:4rem}mark[id]{scroll-margin-top:7rem}"
     "pre{white-space:pre-wrap}table{border-collapse:collapse}td,th{border:1px solid #ccc;"
     "padding:.25rem .5rem}.meta{color:#555}"
+    # Nothing wider than a phone: long words wrap, wide tables scroll in their own box.
+    "body{overflow-wrap:break-word}table{display:block;max-width:100%;overflow-x:auto}"
 )
 
 MAX_PASSAGE = 400
@@ -246,7 +266,8 @@ def _crumbs(document: Document, cited: Section | None) -> str:
     # Stays at the top while reading, so the cited passage's place is always named.
     path = cited.heading_path if cited is not None else (document.meta.title or document.source,)
     trail = html.escape(" > ".join(path))
-    return f'<nav class="crumbs"><a href="/">&larr; Back to the chat</a> <span>{trail}</span></nav>'
+    back = '<a class="back" href="/">&larr; Back to the chat</a>'
+    return f'<nav class="crumbs">{back} <span>{trail}</span></nav>'
 
 
 def find_section(document: Document, passage: str) -> Section | None:
@@ -361,7 +382,9 @@ def _table_html(text: str) -> str:
 
 def _page(title: str, body: str) -> str:
     return (
-        '<!doctype html>\n<html><head><meta charset="utf-8">'
-        f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head>"
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{html.escape(title)}</title><style>{_STYLE}</style>"
+        f"<script>{_SCRIPT}</script></head>"
         f"<body>\n{body}\n</body></html>"
     )

@@ -10,7 +10,8 @@ import pytest
 
 from assistant.answering.llm import LENGTH_NOTE, OpenAIChat, VisibleText
 from assistant.answering.service import Assistant
-from assistant.config import LLMSettings, Settings
+from assistant.config import LLMSettings, Settings, UISettings
+from assistant.web.format import unlinked_markers
 from assistant.web.trace import reasoning_block
 from assistant.web.ui import make_responder
 from tests.answering.test_service import TOKENIZER, FakeSearcher, online
@@ -32,10 +33,11 @@ def server() -> Iterator[FakeOpenAIServer]:
 def chat(server: FakeOpenAIServer, reply: Reply) -> tuple[str, str]:
     """Ask through the chat's responder; return the answer message and the Trace message."""
     server.enqueue(reply)
-    respond = make_responder(online(server, FakeSearcher()), settings=Settings())
+    settings = Settings(ui=UISettings(trace="everyone"))
+    respond = make_responder(online(server, FakeSearcher()), settings=settings)
     final = list(respond("How much leave do I get?", []))[-1]
     (trace,) = [m for m in final if (m.metadata or {}).get("title") == "Trace"]
-    return str(final[0].content), str(trace.content)
+    return unlinked_markers(str(final[0].content)), str(trace.content)
 
 
 def test_reasoning_is_shown_collapsed_and_escaped_in_the_trace_only(

@@ -73,7 +73,8 @@ def app_settings(
     return Settings(
         store=StoreSettings(path=index),
         llm=LLMSettings(**llm),
-        ui=UISettings(**{"port": free_port(), **(ui or {})}),
+        # The browser tests wait for an answer's Trace: everyone sees it here.
+        ui=UISettings(**{"port": free_port(), "trace": "everyone", **(ui or {})}),
     )
 
 

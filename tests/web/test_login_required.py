@@ -19,6 +19,7 @@ import pytest
 from gradio_client import Client
 
 from assistant.config import Settings, UISettings
+from assistant.web.format import unlinked_markers
 from assistant.web.ui import build_demo
 from tests.conftest import free_port
 from tests.support.served_ui import demo_launched
@@ -191,7 +192,7 @@ def test_logged_in_session_can_use_the_ui_the_api_and_the_viewer(served: Served)
     assert '"api_name"' in page  # the app itself, not the login page
     client = Client(served.url, auth=USER, verbose=False)
     final = client.submit("Loans?", [], [], 4, api_name="/chat").result(timeout=30)
-    assert final[0]["content"] == "Emergency loans cost 12% a year [1]."
+    assert unlinked_markers(final[0]["content"]) == "Emergency loans cost 12% a year [1]."
 
 
 def test_wrong_password_gets_nothing(served: Served) -> None:
