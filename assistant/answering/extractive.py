@@ -17,7 +17,8 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from assistant.answering.asking import ASKING_WORDS, asked_value, missing_years
+from assistant.answering.answerability import Decision, decide
+from assistant.answering.asking import ASKING_WORDS
 from assistant.answering.citations import defuse_markers
 from assistant.answering.ranking import (
     DEFAULT_WEIGHTS,
@@ -87,16 +88,6 @@ _IRREGULAR = {
     "people": "person",
 }
 _MIN_STEM = 4
-# "Not covered" when the best unit is neither this close in meaning nor covers
-# this share of the question's focus words (tuned on the sample and dev sets).
-_COSINE_FLOOR = 0.4
-_COSINE_WITH_WORDS = 0.2
-_WORDS_FLOOR = 0.1
-_STRICT_EXTRA = 0.15
-_JOINT_UNITS = 3
-# A question asking for a value is answered only if one of this many best units states one.
-_VALUE_UNITS = 5
-_VALUE_TOPIC = 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +114,7 @@ class Draft:
     covered: bool
     reason: str = ""
     unknown_words: tuple[str, ...] = ()
+    decision: Decision | None = None
 
     @property
     def text(self) -> str:
@@ -175,21 +167,30 @@ def draft_extractive(
     ranked = rank_units(
         question, _candidates(sources), embedder=embedder, unknown_words=unknown, weights=weights
     )
-    covered, reason = _verdict(
+    decision = decide(
         question,
         ranked,
         focus_words(question, unknown),
         unknown,
+        doubted=not retrieval_matched,
         with_meaning=embedder is not None,
-        strict=not retrieval_matched,
     )
+    covered = decision.covered
     passages = tuple(_passage(r) for r in choose(ranked, weights=weights)) if covered else ()
     logger.debug(
-        "offline draft: %s, best cosine %.2f",
-        "covered" if covered else f"not covered ({reason})",
-        ranked[0].cosine if ranked else 0.0,
+        "offline draft: %s, p(answers) %.2f",
+        "covered" if covered else f"not covered ({decision.reason})",
+        decision.probability,
     )
-    return Draft(passages, covered=covered, reason=reason, unknown_words=unknown)
+    # The note on words no document uses only matters when the answer is weak:
+    # an answer judged covered never carries it (a refusal names them in its reason).
+    return Draft(
+        passages,
+        covered=covered,
+        reason=decision.reason,
+        unknown_words=() if covered else unknown,
+        decision=decision,
+    )
 
 
 def extract_passages(
@@ -280,55 +281,3 @@ def _source_text(hit: Hit) -> str:
 def _passage(ranked: Ranked) -> Passage:
     c = ranked.candidate
     return Passage(c.number, ranked.shown, ranked.score, c.unit.position, c.unit.is_table)
-
-
-def _states(ranked: Ranked) -> bool:
-    """Return whether a unit states the asked value about the question's topic, not another's."""
-    return ranked.figure and ranked.words + ranked.place >= _VALUE_TOPIC
-
-
-def _verdict(
-    question: str,
-    ranked: Sequence[Ranked],
-    focus: set[str],
-    unknown: Sequence[str],
-    *,
-    with_meaning: bool,
-    strict: bool,
-) -> tuple[bool, str]:
-    """Decide whether the best units address the question's focus.
-
-    The focus counts as covered by the best few units together (a two-part
-    question is answered by two units); with an embedder the best unit's
-    cosine can vouch for a paraphrase that shares no words.
-    """
-    if not ranked:
-        return False, "the closest sections have no passage to quote"
-    top = ranked[:_JOINT_UNITS]
-    found = set().union(*(r.found for r in top))
-    share = len(found) / len(focus) if focus else 1.0
-    extra = _STRICT_EXTRA if strict else 0.0
-    if with_meaning:
-        cosine = max(r.cosine for r in top)
-        answers = cosine >= _COSINE_FLOOR + extra or (
-            cosine >= _COSINE_WITH_WORDS + extra and share >= _WORDS_FLOOR
-        )
-    else:
-        answers = share >= _WORDS_FLOOR + extra
-    years = missing_years(question, (r.text for r in ranked))
-    if answers and years:
-        return False, f"none of the closest sections mentions {quoted_list(list(years))}"
-    kind = asked_value(question)
-    if (
-        answers
-        and kind is not None
-        and kind.decisive
-        and not any(_states(r) for r in ranked[:_VALUE_UNITS])
-    ):
-        return False, f"none of the closest sections states {kind.name} for this"
-    if answers:
-        return True, ""
-    missing = list(unknown)[:3]
-    if missing:
-        return False, f"no passage of the closest sections is about {quoted_list(missing)}"
-    return False, "no passage of the closest sections addresses the question"
