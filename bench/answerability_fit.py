@@ -59,7 +59,7 @@ from assistant.protocols import Embedder
 from assistant.retrieval.evaluation import load_questions
 from assistant.retrieval.factory import open_retriever
 from assistant.tokens import get_tokenizer
-from assistant.types import EvalQuestion, SearchResult
+from assistant.types import EvalQuestion, SearchResult, TokenVectors
 
 Array = npt.NDArray[np.float64]
 _L2 = 4.0
@@ -75,6 +75,10 @@ class CachedEmbedder:
         self.memo: dict[str, npt.NDArray[np.float32]] = (
             pickle.loads(path.read_bytes()) if path.exists() else {}
         )
+        tokens = path.with_suffix(".tokens.pkl")
+        self.tokens: dict[str, TokenVectors] = (
+            pickle.loads(tokens.read_bytes()) if tokens.exists() else {}
+        )
         self.identity = inner.identity
         self.dimension = inner.dimension
         self.max_input_tokens = inner.max_input_tokens
@@ -89,8 +93,21 @@ class CachedEmbedder:
                 self.memo[text] = vector
         return np.asarray([self.memo[t] for t in texts], dtype=np.float32)
 
+    def embed_tokens(
+        self, texts: Sequence[str]
+    ) -> tuple[npt.NDArray[np.float32], list[TokenVectors]]:
+        todo = [t for t in dict.fromkeys(texts) if t not in self.tokens]
+        if todo:
+            vectors, pieces = self.inner.embed_tokens(todo)  # type: ignore[attr-defined]
+            for text, vector, piece in zip(todo, vectors, pieces, strict=True):
+                self.memo[text] = vector
+                self.tokens[text] = piece
+        rows = np.asarray([self.memo[t] for t in texts], dtype=np.float32)
+        return rows, [self.tokens[t] for t in texts]
+
     def save(self) -> None:
         self.path.write_bytes(pickle.dumps(self.memo))
+        self.path.with_suffix(".tokens.pkl").write_bytes(pickle.dumps(self.tokens))
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +133,11 @@ def signals_for(
     )
     unknown = relevant_unknown_words(result.unknown_words, prompt.sources)
     ranked = rank_units(
-        question.question, _candidates(prompt.sources), embedder=embedder, unknown_words=unknown
+        question.question,
+        _candidates(prompt.sources),
+        embedder=embedder,
+        unknown_words=unknown,
+        token_level=True,
     )
     return measure(
         question.question,

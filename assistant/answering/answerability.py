@@ -13,6 +13,9 @@ Signals (`Signals`), each in [0, 1] or a count:
 
 - ``cosine``: the best cosine of the three best units to the question (MiniLM,
   each unit embedded under its nearest headings);
+- ``late``: the best token-level late interaction of the three best units
+  (each topic word piece of the question meets its best match among the
+  unit's pieces, heading included; averaged), from the same model run;
 - ``focus``: the share of the question's topic words (content words minus
   asking words, crudely stemmed, up to a shared stem) that the three best
   units or their heading paths contain, each word weighted by how few of the
@@ -26,8 +29,11 @@ Signals (`Signals`), each in [0, 1] or a count:
 - ``value_missing``: the question asks for a kind of value (a percentage, an
   amount, a duration, a count, ...) and none of the five best units about its
   topic states one; ``year_missing``: it names a year no candidate mentions;
-- ``topic_missing``: a "do we have a policy on X" question whose X no heading
-  of the closest sections names;
+- ``topic_missing``: a "do we have a policy on X" question whose X (all its
+  words together) neither a heading of the closest sections nor one of the
+  three best units names: such a question asks whether the section exists,
+  so this one is decisive, as is a follow-up's added constraint ("what about
+  for interns?") that no candidate unit names;
 - ``unknown``: the share of the topic words that no indexed document uses in
   any form (retrieval's unknown words after inflections);
 - ``margin``: the best unit's score minus the next one's;
@@ -37,7 +43,6 @@ Signals (`Signals`), each in [0, 1] or a count:
 from __future__ import annotations
 
 import functools
-import itertools
 import json
 import logging
 import math
@@ -47,9 +52,9 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from assistant.answering.asking import asked_value, missing_years
-from assistant.answering.ranking import Ranked, matched
+from assistant.answering.ranking import Ranked, key_phrases, matched
 from assistant.errors import ConfigError
-from assistant.words import WORD, content_words, quoted_list
+from assistant.words import content_words, quoted_list
 
 __all__ = [
     "CALIBRATION_FILE",
@@ -60,7 +65,6 @@ __all__ = [
     "Decision",
     "Signals",
     "decide",
-    "key_phrases",
     "load_calibration",
     "measure",
     "topic_asked",
@@ -81,12 +85,18 @@ _TOPIC_QUESTION = re.compile(
     re.I,
 )
 
+# Where the topic of "a policy on car insurance for staff" ends.
+_QUALIFIER = re.compile(
+    r"\s+(?:for|of|in|at|to|when|if|during|while|with|by|from|that|which)\s+", re.I
+)
+
 
 @dataclass(frozen=True, slots=True)
 class Signals:
     """What the decision reads; see the module docstring for each field."""
 
     cosine: float
+    late: float
     focus: float
     best_words: float
     phrases: float
@@ -107,6 +117,7 @@ SIGNAL_NAMES = tuple(f.name for f in fields(Signals))
 # fit keeps every weight on its side of zero, so no signal ever counts backwards.
 DIRECTIONS = {
     "cosine": 1,
+    "late": 1,
     "focus": 1,
     "best_words": 1,
     "phrases": 1,
@@ -117,7 +128,7 @@ DIRECTIONS = {
     "margin": 1,
     "doubted": -1,
 }
-WORDS_ONLY = tuple(n for n in SIGNAL_NAMES if n != "cosine")
+WORDS_ONLY = tuple(n for n in SIGNAL_NAMES if n not in {"cosine", "late"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +193,7 @@ def measure(
     scores = [r.score for r in ranked[:2]]
     return Signals(
         cosine=max((r.cosine for r in top), default=0.0),
+        late=max((r.late for r in top), default=0.0),
         focus=_weighted_share(found & focus, focus | unknown_words, ranked),
         best_words=min(1.0, ranked[0].words + ranked[0].place) if ranked else 0.0,
         phrases=_phrase_share(question, ranked[:_PHRASE_UNITS], focus),
@@ -202,9 +214,15 @@ def decide(
     *,
     doubted: bool,
     with_meaning: bool,
+    added: Sequence[str] = (),
     calibration: Calibration | None = None,
 ) -> Decision:
-    """Decide whether ``ranked`` answers ``question``, with the fitted model."""
+    """Decide whether ``ranked`` answers ``question``, with the fitted model.
+
+    ``added`` are the words a follow-up adds to the earlier topic ("interns");
+    when no candidate unit names one of them, the passages answer the earlier
+    question, not this one.
+    """
     signals = measure(question, ranked, focus, unknown, doubted=doubted)
     if not ranked:
         return Decision(False, 0.0, signals, "the closest sections have no passage to quote")
@@ -215,21 +233,22 @@ def decide(
     evidence = with_meaning or signals.focus > 0
     covered = evidence and probability >= model.threshold
     reason = "" if covered else _reason(question, signals, ranked, unknown)
+    absent = _absent(added, ranked)
+    if covered and absent:
+        covered = False
+        reason = f"no passage of the closest sections mentions {quoted_list(absent)} for this"
+    if covered and signals.topic_missing:
+        # The question asks whether such a section exists, and none does.
+        covered = False
+        reason = _reason(question, signals, ranked, unknown)
     logger.debug("answerability %.3f (threshold %.3f): %s", probability, model.threshold, signals)
     return Decision(covered, probability, signals, reason)
 
 
-def key_phrases(question: str, focus: set[str]) -> list[tuple[str, str]]:
-    """Return the question's key phrases: adjacent topic words ("car insurance")."""
-    stems = [next(iter(content_words(w)), "") for w in WORD.findall(question)]
-    stems = [s if s in focus else "" for s in stems]
-    return [(a, b) for a, b in itertools.pairwise(stems) if a and b and a != b]
-
-
 def topic_asked(question: str) -> str:
-    """Return X of "do we have a policy on X", or ""."""
+    """Return X of "do we have a policy on X for staff", or "" ("car insurance")."""
     match = _TOPIC_QUESTION.search(question.strip(" ?.!"))
-    return match.group(1) if match else ""
+    return _QUALIFIER.split(match.group(1), maxsplit=1)[0].strip() if match else ""
 
 
 def _weighted_share(found: set[str], wanted: set[str], ranked: Sequence[Ranked]) -> float:
@@ -261,12 +280,27 @@ def _words_with_headings(ranked: Ranked) -> set[str]:
     return content_words(" ".join((unit.text, unit.context, *unit.headings)))
 
 
+def _absent(added: Sequence[str], ranked: Sequence[Ranked]) -> list[str]:
+    """Return the words of ``added`` that no candidate unit (with its headings) names."""
+    if not added:
+        return []
+    words = set().union(*(_words_with_headings(r) for r in ranked))
+    return [w for w in added if content_words(w) and not matched(content_words(w), words)]
+
+
 def _topic_missing(question: str, ranked: Sequence[Ranked]) -> bool:
+    """Whether "do we have a policy on X" finds X neither as a heading nor in one of the best units.
+
+    Every word of X must be there together ("car insurance": a section on
+    cars and a sentence on insured loans do not make one on car insurance).
+    """
     topic = content_words(topic_asked(question))
     if not topic:
         return False
     headings = content_words(" ".join(h for r in ranked for h in r.candidate.unit.headings))
-    return not matched(topic, headings)
+    if matched(topic, headings) == topic:
+        return False
+    return not any(matched(topic, _words_with_headings(r)) == topic for r in ranked[:_JOINT_UNITS])
 
 
 def _reason(

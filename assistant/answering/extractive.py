@@ -149,6 +149,7 @@ def draft_extractive(
     unknown_words: Sequence[str] = (),
     retrieval_matched: bool = True,
     weights: Weights = DEFAULT_WEIGHTS,
+    added: Sequence[str] = (),
 ) -> Draft:
     """Rank the units of ``sources`` for ``question`` and decide whether they answer it.
 
@@ -162,6 +163,8 @@ def draft_extractive(
         retrieval_matched: Whether retrieval judged its best hits a good match;
             when it did not, a unit must be closer to the question to answer it.
         weights: The ranking's weights.
+        added: What a follow-up adds to the earlier topic ("interns"); a draft
+            no candidate unit of which names it is not covered.
     """
     unknown = relevant_unknown_words(unknown_words, sources)
     ranked = rank_units(
@@ -174,6 +177,7 @@ def draft_extractive(
         unknown,
         doubted=not retrieval_matched,
         with_meaning=embedder is not None,
+        added=added,
     )
     covered = decision.covered
     passages = tuple(_passage(r) for r in choose(ranked, weights=weights)) if covered else ()
