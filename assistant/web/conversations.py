@@ -1,7 +1,7 @@
 """Conversations kept in the browser across reloads, per user (no gradio here).
 
 The chat keeps one JSON value in the browser's local storage (a ``gr.BrowserState``
-in `assistant.web.ui`): ``{"version": 1, "slots": {SLOT: {"current": ID or None,
+in `assistant.web.conversations_ui`): ``{"version": 1, "slots": {SLOT: {"current": ID or None,
 "conversations": [{"id", "title", "updated", "messages"}, ...]}}}``, newest first.
 A slot is one user's: `slot_of` hashes the user name, so the names of the people
 who used a browser are not spelled out in it. Every function here reads and writes

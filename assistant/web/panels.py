@@ -1,0 +1,213 @@
+"""The panels around the chat: filters, feedback, export and recent policy changes."""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from assistant.errors import AssistantError
+from assistant.users import Directory
+from assistant.web.answer_view import filters_label
+from assistant.web.changes import ChangeFeed, recent_changes_markdown
+from assistant.web.feedback import ChatAudit
+from assistant.web.identity import user_of
+from assistant.web.turn import Catalog, as_list
+
+__all__ = [
+    "FEEDBACK_OPTIONS",
+    "FilterBoxes",
+    "conversation_tools",
+    "filter_boxes",
+    "refresh_filters",
+    "wire_filters",
+]
+
+logger = logging.getLogger(__name__)
+
+FEEDBACK_OPTIONS = (
+    "Like",
+    "Dislike",
+    "Wrong or missing source",
+    "Out of date",
+    "Incomplete",
+    "Not what I asked",
+)
+
+FilterBoxes = tuple[gr.Dropdown, gr.Dropdown, gr.Slider]
+
+
+def filter_boxes(top_k: int) -> FilterBoxes:
+    """Return the documents, tags and ``k`` inputs, unrendered (the chat renders them).
+
+    The choices are empty at build time and filled per user on page load: Gradio
+    renders build-time choices into the API schema of every page, the anonymous
+    login page too (finding D1), and they would be the same for every user. The
+    responder checks values against the user's current catalog instead.
+    """
+    source_box = gr.Dropdown(
+        choices=[],
+        multiselect=True,
+        allow_custom_value=True,
+        label="Documents",
+        render=False,
+    )
+    tag_box = gr.Dropdown(
+        choices=[], multiselect=True, allow_custom_value=True, label="Tags", render=False
+    )
+    k_slider = gr.Slider(1, 10, value=min(top_k, 10), step=1, label="Sources (k)", render=False)
+    return source_box, tag_box, k_slider
+
+
+def _source_choices(sources: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    return [(f"{title} ({source})", source) for source, title in sources]
+
+
+def _accordion_of(block: gr.blocks.Block) -> gr.Accordion | None:
+    parent = block.parent
+    while parent is not None and not isinstance(parent, gr.Accordion):
+        parent = parent.parent
+    return parent
+
+
+def wire_filters(chat: gr.ChatInterface, source_box: gr.Dropdown, tag_box: gr.Dropdown) -> None:
+    """Name the active filters in the collapsed Filters header; Clear clears them too."""
+    # ChatInterface builds its own Accordion from the one given; label that one.
+    accordion = _accordion_of(source_box)
+
+    def label(chosen: list[Any] | None, tagged: list[Any] | None) -> Any:
+        return gr.Accordion(label=filters_label(as_list(chosen), as_list(tagged)))
+
+    if accordion is not None:
+        for box in (source_box, tag_box):
+            box.change(
+                label, [source_box, tag_box], [accordion], api_visibility="private", queue=False
+            )
+    chat.chatbot.clear(
+        lambda: ([], []), None, [source_box, tag_box], api_visibility="private", queue=False
+    )
+
+
+def refresh_filters(
+    catalog: Catalog, directory: Directory | None
+) -> Callable[..., tuple[Any, Any]]:
+    """Return the page-load handler that fills the filters with what the user may read."""
+
+    def refresh(request: gr.Request | None = None) -> tuple[Any, Any]:
+        try:
+            sources, tags = catalog(user_of(request, directory))
+        except AssistantError as exc:
+            logger.warning("cannot list documents for the filters: %s", exc)
+            return gr.update(), gr.update()
+        return (
+            gr.update(choices=_source_choices(sources)),
+            gr.update(choices=list(tags)),
+        )
+
+    return refresh
+
+
+def conversation_tools(
+    chatbot: gr.Chatbot,
+    *,
+    audit: ChatAudit | None,
+    changes: ChangeFeed | None,
+    catalog: Catalog,
+    directory: Directory | None,
+) -> None:
+    """Add the feedback panel, the export buttons and the recent changes panel."""
+    if audit is not None:
+        _feedback_panel(chatbot, audit, directory)
+    with gr.Row():
+        export = gr.Button("Export conversation (Markdown and HTML)", size="sm")
+    files = gr.File(label="Conversation", file_count="multiple", visible=False, interactive=False)
+    export.click(_export, inputs=[chatbot], outputs=[files], api_visibility="private")
+    if changes is not None:
+        _changes_panel(changes, catalog, directory)
+
+
+def _changes_panel(changes: ChangeFeed, catalog: Catalog, directory: Directory | None) -> None:
+    # Empty until opened: the list names documents, and each user may see only
+    # the changes of documents they may read (nothing goes into the page config).
+    with gr.Accordion("Recent policy changes", open=False) as accordion:
+        panel = gr.Markdown("")
+
+    def readable_changes(request: gr.Request | None = None) -> str:
+        user = user_of(request, directory)
+        try:
+            readable = {source for source, _ in catalog(user)[0]}
+        except AssistantError:
+            readable = set()
+        shown = [
+            c
+            for c in changes.recent()
+            if c.source in readable or (user.is_admin and c.change == "removed")
+        ]
+        return recent_changes_markdown(shown, days=changes.days)
+
+    # Read again on opening: an ingest may have run since the page loaded.
+    accordion.expand(
+        readable_changes,
+        outputs=[panel],
+        api_visibility="private",
+        queue=False,
+        show_progress="hidden",
+    )
+
+
+def _feedback_panel(chatbot: gr.Chatbot, audit: ChatAudit, directory: Directory | None) -> None:
+    record = gr.State("")
+    with gr.Group(visible=False) as why:
+        reason = gr.Textbox(label="What was wrong? (optional)", max_lines=3)
+        correction = gr.Textbox(label="The right answer is... (optional)", max_lines=6)
+        send = gr.Button("Send feedback", size="sm")
+    note = gr.Markdown("", visible=False)
+
+    def rate(
+        history: list[dict[str, Any]], data: gr.LikeData, request: gr.Request
+    ) -> tuple[Any, ...]:
+        user = user_of(request, directory)
+        record_id, message = audit.rate(history, data.index, data.liked, user=user)
+        down = bool(record_id) and data.liked is not True
+        flagged = data.liked if isinstance(data.liked, str) else ""
+        note = gr.update(value=message, visible=True)
+        return record_id, gr.update(visible=down), note, flagged, ""
+
+    def explain(record_id: str, why_text: str, right: str, request: gr.Request) -> tuple[Any, ...]:
+        user = user_of(request, directory)
+        message = audit.explain(record_id, why_text, right, user=user)
+        return gr.update(visible=False), gr.update(value=message, visible=True)
+
+    chatbot.like(
+        rate,
+        inputs=[chatbot],
+        outputs=[record, why, note, reason, correction],
+        api_visibility="private",
+        queue=False,
+    )
+    send.click(
+        explain,
+        inputs=[record, reason, correction],
+        outputs=[why, note],
+        api_visibility="private",
+        queue=False,
+    )
+
+
+def _export(history: list[dict[str, Any]], request: gr.Request) -> Any:
+    from assistant.web.history import conversation_html, conversation_markdown
+
+    starlette_request = getattr(request, "request", None)
+    base = str(starlette_request.base_url) if starlette_request is not None else "/"
+    title = f"Policy assistant conversation, {time.strftime('%Y-%m-%d %H:%M')}"
+    folder = Path(tempfile.mkdtemp(prefix="conversation-"))
+    markdown = folder / "conversation.md"
+    page = folder / "conversation.html"
+    markdown.write_text(conversation_markdown(history, base_url=base, title=title), "utf-8")
+    page.write_text(conversation_html(history, base_url=base, title=title), "utf-8")
+    return gr.update(value=[str(markdown), str(page)], visible=True)
