@@ -44,6 +44,14 @@ _CLAUSE_THAT = re.compile(
 )
 _WORD = re.compile(r"[^\W_]+(?:-[^\W_]+)*", re.UNICODE)
 _SHORT = 2
+# "Does it roll over?", "Do they keep vesting?", "How much does it cost?": the
+# question's subject is something said before.
+_SUBJECT_POINTS_BACK = re.compile(
+    r"^\s*(?:(?:what|which|who|when|where|why|how)(?:\s+(?:much|many|long|often|soon))?\s+)?"
+    r"(?:is|are|was|were|do|does|did|can|could|will|would|should|shall|must|has|have)\s+"
+    r"(?:it|they|these|those|this|that)\b",
+    re.I,
+)
 _QUESTION_START = re.compile(
     r"^\s*(?:what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|can|"
     r"could|may|might|will|would|should|shall|must|has|have|am)\b",
@@ -97,7 +105,7 @@ def needs_rewrite(question: str, history: Sequence[Turn]) -> bool:
     """
     if not any(turn.role == "user" for turn in history):
         return False
-    if _FOLLOW_UP_START.match(question):
+    if _FOLLOW_UP_START.match(question) or _SUBJECT_POINTS_BACK.match(question):
         return True
     own = len(_topic_words(question))
     points_back = bool(_PRONOUN.search(_CLAUSE_THAT.sub(" ", question)))
