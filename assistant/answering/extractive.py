@@ -30,6 +30,7 @@ from assistant.answering.ranking import (
     rank_units,
 )
 from assistant.answering.units import segment
+from assistant.answering.wholes import whole_table
 from assistant.protocols import Embedder
 from assistant.types import Hit
 from assistant.words import STOPWORDS, WORD, content_words, quoted_list
@@ -180,7 +181,8 @@ def draft_extractive(
         added=added,
     )
     covered = decision.covered
-    passages = tuple(_passage(r) for r in choose(ranked, weights=weights)) if covered else ()
+    candidates = _candidates(sources)
+    passages = _passages(question, choose(ranked, weights=weights), candidates) if covered else ()
     logger.debug(
         "offline draft: %s, p(answers) %.2f",
         "covered" if covered else f"not covered ({decision.reason})",
@@ -280,6 +282,23 @@ def _candidates(sources: Sequence[Hit]) -> list[Candidate]:
 
 def _source_text(hit: Hit) -> str:
     return hit.section_text or hit.chunk.body
+
+
+def _passages(
+    question: str, chosen: Sequence[Ranked], candidates: Sequence[Candidate]
+) -> tuple[Passage, ...]:
+    """Return the quoted passages; an "each/all" question gets its table whole, once."""
+    table = whole_table(question, chosen, candidates)
+    if table is None:
+        return tuple(_passage(r) for r in chosen)
+    whole = Passage(table.number, table.text, chosen[0].score, table.position, is_table=True)
+    rest = [
+        _passage(r)
+        for r in chosen
+        if r.text not in table.rows
+        and not (r.candidate.unit.is_table and r.candidate.number == table.number)
+    ]
+    return (whole, *rest)
 
 
 def _passage(ranked: Ranked) -> Passage:
