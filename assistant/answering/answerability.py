@@ -237,6 +237,13 @@ def decide(
     if covered and absent:
         covered = False
         reason = f"no passage of the closest sections mentions {quoted_list(absent)} for this"
+    asked_years = missing_years(_asking_clause(question), (r.text for r in ranked))
+    if covered and asked_years:
+        # "What dividend did the Sacco pay in 2019?" is not answered by 2024's;
+        # a year in a clause that only sets the scene ("I joined in 2023, how
+        # long ...") is left to the fitted signal.
+        covered = False
+        reason = f"none of the closest sections mentions {quoted_list(list(asked_years))}"
     if covered and signals.topic_missing:
         # The question asks whether such a section exists, and none does.
         covered = False
@@ -278,6 +285,13 @@ def _phrase_share(question: str, ranked: Sequence[Ranked], focus: set[str]) -> f
 def _words_with_headings(ranked: Ranked) -> set[str]:
     unit = ranked.candidate.unit
     return content_words(" ".join((unit.text, unit.context, *unit.headings)))
+
+
+def _asking_clause(question: str) -> str:
+    """Return the clause that asks: the question's last sentence after its last ";" or ","."""
+    sentences = [s for s in re.split(r"(?<=[.!?])\s+", question.strip()) if s.strip()]
+    last = sentences[-1] if sentences else question
+    return re.split(r"[;,]\s+", last)[-1]
 
 
 def _absent(added: Sequence[str], ranked: Sequence[Ranked]) -> list[str]:
