@@ -207,7 +207,10 @@ def rank_units(
     )[:_MAX_CANDIDATES]
     parts = question_parts(question)
     (cosines, *part_cosines), late = _cosines(
-        (question, *parts), [s[0] for s in prior], embedder, token_level=token_level
+        (question, *parts),
+        [s[0] for s in prior],
+        embedder,
+        token_level=token_level or weights.late > 0,
     )
     phrases = key_phrases(question, wanted)
     part_words = [focus_words(p, unknown_words) & wanted for p in parts]
