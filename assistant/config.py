@@ -52,13 +52,13 @@ ASSISTANT_API_QUEUE            API requests waiting for a slot, per worker, befo
 ASSISTANT_API_WORKERS          API worker processes
 ASSISTANT_PUBLIC_URL           the chat UI's public base URL, for absolute viewer links
 ASSISTANT_USERS                users and groups file (TOML, bcrypt hashes; docs/access.md)
-ASSISTANT_TRUSTED_PROXIES      addresses whose X-Forwarded-User/-Groups headers are trusted
+ASSISTANT_TRUSTED_PROXIES      IP addresses whose X-Forwarded-User/-Groups headers are trusted
 ASSISTANT_DEFAULT_AUDIENCE     groups of documents no rule gives an audience (empty: everyone)
 ASSISTANT_AUDIT                audit log mode: ``full`` (default), ``anonymised`` or ``off``
 ASSISTANT_AUDIT_DB             the audit database (default ``INDEX-audit.sqlite3`` beside the index)
 ASSISTANT_AUDIT_RETENTION_DAYS days an audit record is kept (default 365; 0 keeps all)
 ASSISTANT_CHANGES_DAYS         a citation of a section changed this recently says "updated on"
-ASSISTANT_CHANGES_WEBHOOK      URL that gets each ingest's change list as a JSON POST
+ASSISTANT_CHANGES_WEBHOOK      URL that gets each ingest's public changes as a JSON POST
 ASSISTANT_EXAMPLES             example questions on the landing page, separated by ``|``
                                (unset: drawn from the corpus; ``none``: no examples)
 =============================  =====================================================
@@ -66,6 +66,7 @@ ASSISTANT_EXAMPLES             example questions on the landing page, separated 
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -351,6 +352,28 @@ class UISettings:
         for user, password in self.auth:
             # An empty password cannot be typed into the login form: nobody could log in.
             _require(bool(password), "ASSISTANT_AUTH", f"user {user!r} has an empty password")
+        for proxy in self.trusted_proxies:
+            _require(
+                bool(peer_address(proxy)) and ":ffff:" not in proxy.lower(),
+                "ASSISTANT_TRUSTED_PROXIES",
+                f"{proxy!r} is not an IP address (one address per proxy, such as 127.0.0.1 "
+                "or ::1; networks, host names and IPv4-mapped forms never match a peer)",
+            )
+
+
+def peer_address(value: str) -> str:
+    """Return ``value`` as a canonical IP address ("" when it is none).
+
+    An IPv4-mapped IPv6 address gives its IPv4 form, so a peer that a dual-stack
+    socket reports as ``::ffff:127.0.0.1`` compares equal to ``127.0.0.1``.
+    """
+    try:
+        address = ipaddress.ip_address(value.strip())
+    except ValueError:
+        return ""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return str(address.ipv4_mapped)
+    return str(address)
 
 
 AUDIT_MODES = ("full", "anonymised", "off")

@@ -582,6 +582,20 @@ class DocumentChange:
     new_effective_date: str = ""
     old_version: str = ""
     new_version: str = ""
+    # Who could read the document before and after the change (() is everyone).
+    # Lines recorded before audiences were tracked read as administrators only, so
+    # their section names are shown to nobody else (fail closed).
+    old_audience: tuple[str, ...] = ("admin",)
+    new_audience: tuple[str, ...] = ("admin",)
+
+    @property
+    def public(self) -> bool:
+        """Return whether everyone could read the document before and after."""
+        return not self.old_audience and not self.new_audience
+
+    def readable_by(self, user: User) -> bool:
+        """Return whether ``user`` could read the document before and after the change."""
+        return user.may_read(self.old_audience) and user.may_read(self.new_audience)
 
 
 @dataclass(frozen=True, slots=True)

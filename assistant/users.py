@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import re
+import threading
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,10 +28,18 @@ from pathlib import Path
 
 import bcrypt
 
+from assistant.config import peer_address
 from assistant.errors import ConfigError
 from assistant.types import ANONYMOUS, User
 
-__all__ = ["Directory", "add_user", "hash_password", "load_directory", "valid_group"]
+__all__ = [
+    "Directory",
+    "add_user",
+    "hash_password",
+    "load_directory",
+    "proxy_user",
+    "valid_group",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -79,43 +88,143 @@ class _Account:
             return False  # a damaged hash never logs in
 
 
+class _UsersFile:
+    """The users file, re-read when it changes on disk (a ``stat`` per look-up).
+
+    A file that becomes unreadable or invalid lets nobody in from it (fail closed)
+    until it is fixed; the error is logged once per change.
+    """
+
+    def __init__(self, path: Path, accounts: Mapping[str, _Account], extra: Sequence[_Account]):
+        self.path = path
+        self._extra = tuple(extra)
+        self._lock = threading.Lock()
+        self._stamp = _stamp(path)
+        self._accounts: Mapping[str, _Account] = accounts
+
+    def accounts(self) -> Mapping[str, _Account]:
+        stamp = _stamp(self.path)
+        if stamp == self._stamp:
+            return self._accounts
+        with self._lock:
+            if stamp != self._stamp:
+                self._accounts = self._reload()
+                self._stamp = stamp
+            return self._accounts
+
+    def _reload(self) -> Mapping[str, _Account]:
+        try:
+            accounts = {
+                name: _account(name, e, path=self.path) for name, e in _read(self.path).items()
+            }
+        except ConfigError as exc:
+            logger.error("%s; nobody logs in from that file until it is fixed", exc)
+            accounts = {}
+        for extra in self._extra:
+            accounts.setdefault(extra.user.name, extra)
+        logger.info("re-read the users file %s: %d users", self.path, len(accounts))
+        return accounts
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return (info.st_ino, info.st_mtime_ns, info.st_size)
+
+
 @dataclass(frozen=True, slots=True)
 class Directory:
-    """The users who may log in, and the proxies whose identity headers are trusted."""
+    """The users who may log in, and the proxies whose identity headers are trusted.
+
+    Built from a users file (`load_directory`), it follows that file: a user
+    removed or a group taken away counts from the next request of every session.
+    """
 
     accounts: Mapping[str, _Account] = field(default_factory=dict)
     trusted_proxies: frozenset[str] = frozenset()
+    live: _UsersFile | None = None
+
+    def _current(self) -> Mapping[str, _Account]:
+        return self.live.accounts() if self.live is not None else self.accounts
 
     @property
     def has_logins(self) -> bool:
         """Return whether the UI must ask for a login (the proxy mode asks nothing)."""
-        return bool(self.accounts)
+        return bool(self.accounts) or (self.live is not None and bool(self._current()))
+
+    @property
+    def path(self) -> Path | None:
+        """Return the users file followed, if any."""
+        return self.live.path if self.live is not None else None
+
+    @property
+    def follows_file(self) -> bool:
+        """Return whether the users come from a users file (``ASSISTANT_USERS``)."""
+        return self.live is not None
 
     def authenticate(self, name: str, password: str) -> bool:
         """Return whether ``name`` logs in with ``password`` (Gradio's ``auth`` callable)."""
-        account = self.accounts.get(name)
+        account = self._current().get(name)
         return account is not None and account.accepts(password)
 
+    def known(self, name: str) -> bool:
+        """Return whether ``name`` is a user of the file or of ``ASSISTANT_AUTH`` now."""
+        return name in self._current()
+
     def user(self, name: str | None) -> User:
-        """Return the logged-in user ``name`` (ANONYMOUS when unknown or None)."""
-        account = self.accounts.get(name or "")
+        """Return the logged-in user ``name`` as the file has them now (ANONYMOUS if unknown)."""
+        account = self._current().get(name or "")
         return account.user if account else ANONYMOUS
 
-    def resolve(self, *, login: str | None, client: str | None, headers: Mapping[str, str]) -> User:
+    def trusts(self, client: str | None) -> bool:
+        """Return whether the socket peer ``client`` is a configured proxy."""
+        return client is not None and peer_address(client) in self.trusted_proxies
+
+    def resolve(
+        self,
+        *,
+        login: str | None,
+        client: str | None,
+        headers: Mapping[str, str] | Sequence[tuple[str, str]],
+    ) -> User:
         """Return who sends a request: the proxy's headers, else the login, else ANONYMOUS.
 
         Args:
             login: The user name of the request's login session, if any.
-            client: The peer address of the connection.
-            headers: The request headers (names in any case).
+            client: The socket peer of the connection (never a forwarded address).
+            headers: The request headers (names in any case); give every header
+                line, repeated ones too (a mapping hides a second identity header).
         """
-        if client is not None and client in self.trusted_proxies:
-            lowered = {k.lower(): v for k, v in headers.items()}
-            name = lowered.get(USER_HEADER, "").strip()
-            if name:
-                groups = (g.strip().lower() for g in lowered.get(GROUPS_HEADER, "").split(","))
-                return User(name=name, groups=frozenset(g for g in groups if valid_group(g)))
+        if self.trusts(client):
+            proxied = proxy_user(headers)
+            if proxied is not None:
+                return proxied
         return self.user(login)
+
+
+def proxy_user(headers: Mapping[str, str] | Sequence[tuple[str, str]]) -> User | None:
+    """Return the user a trusted proxy names, or None when it names none.
+
+    A header sent more than once (or a user name holding a comma) names nobody:
+    a proxy that appends to a client's header instead of replacing it must not
+    let the client choose. Groups are lower-cased; invalid names are dropped.
+    """
+    items = headers.items() if isinstance(headers, Mapping) else headers
+    values: dict[str, list[str]] = {}
+    for key, value in items:
+        values.setdefault(key.lower(), []).append(value)
+    names = values.get(USER_HEADER, [])
+    groups_values = values.get(GROUPS_HEADER, [])
+    if len(names) != 1 or len(groups_values) > 1:
+        return None
+    name = names[0].strip()
+    if not _NAME.fullmatch(name):
+        return None
+    raw = groups_values[0] if groups_values else ""
+    groups = (g.strip().lower() for g in raw.split(","))
+    return User(name=name, groups=frozenset(g for g in groups if valid_group(g)))
 
 
 def load_directory(
@@ -133,11 +242,15 @@ def load_directory(
     if path is not None:
         for name, entry in _read(path).items():
             accounts[name] = _account(name, entry, path=path)
+    extra = []
     for name, password in auth_pairs:
         if name in accounts:
             raise ConfigError(f"ASSISTANT_AUTH: user {name!r} is also in {path}")
-        accounts[name] = _Account(User(name=name), plain=password)
-    return Directory(accounts, frozenset(trusted_proxies))
+        extra.append(_Account(User(name=name), plain=password))
+    accounts.update((a.user.name, a) for a in extra)
+    proxies = frozenset(peer_address(p) for p in trusted_proxies)
+    live = _UsersFile(path, accounts, extra) if path is not None else None
+    return Directory(accounts, proxies, live)
 
 
 def _read(path: Path) -> dict[str, object]:

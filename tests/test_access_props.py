@@ -1,5 +1,9 @@
 """Property: nothing of a document outside a user's audience reaches any output.
 
+(Issue 27 adds the identity step: random proxy headers, from a trusted peer or
+not, resolve to a user, and the header line, the changes panel and the webhook
+are checked too.)
+
 Random documents (each with its own marker words in title, heading, body, file
 name and tag) get random audiences; random users ask random questions made of
 any document's words. For every path a user can reach (search result and trace,
@@ -23,9 +27,13 @@ from hypothesis import strategies as st
 from assistant.answering.service import build_assistant, finish
 from assistant.cli.ask import answer_to_json
 from assistant.config import Settings
-from assistant.types import ADMIN_GROUP, DocMeta, SearchResult, User
+from assistant.index.changes import webhook_payload
+from assistant.types import ADMIN_GROUP, ANONYMOUS, DocMeta, DocumentChange, SearchResult, User
+from assistant.users import load_directory
 from assistant.web.app import _LastSnapshot, catalog_of
+from assistant.web.changes import recent_changes_markdown, visible_changes
 from assistant.web.format import sources_markdown, trace_markdown
+from assistant.web.header import corpus_status
 from tests.support.retrieval_helpers import FakeEmbedder, Section, build_document, make_retriever
 from tests.support.retrieval_helpers import make_snapshot as snapshot_of
 
@@ -164,3 +172,91 @@ def test_a_users_search_is_a_search_of_only_their_documents(
     assert shape(mine) == shape(theirs)
     untimed = [re.sub(r"timings: .*", "", line) for line in mine.trace]
     assert untimed == [re.sub(r"timings: .*", "", line) for line in theirs.trace]
+
+
+# ---------------------------------------------------------------------------
+# Issue 27: whoever the headers claim to be, the header line, the changes panel and
+# the webhook carry nothing of a document the resolved user may not read.
+# ---------------------------------------------------------------------------
+
+HEADER_VALUES = st.sampled_from(
+    [
+        "ann",
+        "admin",
+        "ann, admin",
+        "\u0430dmin",  # Cyrillic a
+        "\uff41dmin",  # full-width
+        "hr",
+        "HR ,board",
+        ",,",
+        " ",
+        "finance,\u0445r",
+    ]
+)
+HEADER_NAMES = st.sampled_from(
+    [
+        "X-Forwarded-User",
+        "x-forwarded-user",
+        "X-FORWARDED-GROUPS",
+        "X-Forwarded-Groups",
+        "X-Forwarded-For",
+        "X-Real-IP",
+        "Forwarded",
+    ]
+)
+headers_strategy = st.lists(st.tuples(HEADER_NAMES, HEADER_VALUES), max_size=6)
+
+
+def _changes(docs: list[Doc], eras: list[tuple[int, int]]) -> list[DocumentChange]:
+    audiences = [d.audience for d in docs]
+    return [
+        DocumentChange(
+            time="2026-12-04T09:00:00+00:00",
+            source=d.source,
+            title=f"{d.marker('t').capitalize()} Policy",
+            change="edited",
+            sections_removed=(d.marker("h"),),
+            old_audience=audiences[old % len(audiences)],
+            new_audience=audiences[new % len(audiences)],
+        )
+        for d, (old, new) in zip(docs, eras, strict=False)
+    ]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    docs=docs_strategy,
+    headers=headers_strategy,
+    trusted=st.booleans(),
+    eras=st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5)), max_size=6),
+)
+def test_headers_panels_and_webhook_reveal_no_forbidden_document(
+    docs: list[Doc], headers: list[tuple[str, str]], trusted: bool, eras: list[tuple[int, int]]
+) -> None:
+    directory = load_directory(None, trusted_proxies=["10.9.9.9"])
+    user = directory.resolve(
+        login=None, client="10.9.9.9" if trusted else "127.0.0.1", headers=headers
+    )
+    if not trusted:
+        assert user == ANONYMOUS
+    assert user.groups <= {*GROUPS, ADMIN_GROUP}  # no look-alike ever becomes a group
+    chunks, metas = build(docs)
+    snapshot = snapshot_of(chunks, metas, embedder=FakeEmbedder())
+    readable = [d for d in docs if user.may_read(d.audience)]
+    status = corpus_status(snapshot, Settings(), user)
+    assert status.documents == len(readable)
+    assert status.chunks == sum(c.source in {d.source for d in readable} for c in chunks)
+    assert bool(status.ingested) <= (len(readable) == len(docs))
+    changes = _changes(docs, eras)
+    sources = {source for source, _ in catalog_of(snapshot, user)[0]}
+    panel = recent_changes_markdown(
+        visible_changes(changes, readable=sources, user=user), days=30
+    ).lower()
+    hook = json.dumps(webhook_payload(changes)).lower()
+    for change, doc in zip(changes, docs, strict=False):
+        if not (change.readable_by(user) and user.may_read(doc.audience)):
+            assert doc.marker("h") not in panel
+            assert doc.marker("t") not in panel
+        if change.old_audience or change.new_audience:
+            assert doc.marker("h") not in hook
+            assert doc.source not in hook

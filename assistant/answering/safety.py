@@ -19,7 +19,7 @@ import html
 import re
 from urllib.parse import urlsplit
 
-__all__ = ["SafeStream", "escape_markdown", "neutralise_markdown"]
+__all__ = ["SafeStream", "escape_markdown", "neutralise_markdown", "unescape_markdown"]
 
 _IMAGE = re.compile(r"!\[([^\]\n]*)\]\s?(?:\([^)\n]*\)|\[[^\]\n]*\])")
 _LINK = re.compile(r"\[([^\]\n]*)\]\(\s*<?([^)\s>]*)>?(?:\s+\"[^\"\n]*\")?\s*\)")
@@ -164,6 +164,32 @@ def escape_markdown(text: str) -> str:
     # (GFM autolinks); a backslash before ":", "." or "@" keeps them plain text.
     escaped = _LINKIFIED.sub(lambda m: "\\" + m[0], escaped)
     return _LINE_START_MARK.sub(lambda m: m[1] + _escape_mark(m[2]), escaped)
+
+
+_BACKSLASHED = re.compile(r"\\([!-/:-@\[-`{-~])")
+_ENTITIES = {"&lt;": "<", "&gt;": ">", "&amp;": "&"}
+_ENTITY = re.compile("|".join(_ENTITIES))
+
+
+def unescape_markdown(text: str) -> str:
+    r"""Return neutralised Markdown as plain text: no backslash escapes, no ``&lt;``.
+
+    For outputs read as text (``ask`` in a terminal, its JSON ``answer``): ``From
+    [2]\:`` reads ``From [2]:``. Code spans are left as they are (a backslash is
+    literal there).
+    """
+    out: list[str] = []
+    cursor = 0
+    for start, end in _code_spans(text):
+        out += [_unescaped(text[cursor:start]), text[start:end]]
+        cursor = end
+    out.append(_unescaped(text[cursor:]))
+    return "".join(out)
+
+
+def _unescaped(text: str) -> str:
+    text = _BACKSLASHED.sub(r"\1", text)
+    return _ENTITY.sub(lambda m: _ENTITIES[m[0]], text)
 
 
 def _escape_mark(mark: str) -> str:

@@ -17,14 +17,17 @@ import os
 import secrets
 import tempfile
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from assistant.config import Settings
 from assistant.errors import ConfigError
 from assistant.types import User
+from assistant.users import Directory, load_directory, valid_group
 from assistant.words import valid_unicode
 
-__all__ = ["KEY_PREFIX", "KeyRecord", "KeyStore", "hash_key"]
+__all__ = ["KEY_PREFIX", "KeyRecord", "KeyStore", "checked_groups", "hash_key", "open_key_store"]
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +50,16 @@ class KeyRecord:
         return User(name=self.user, groups=frozenset(self.groups))
 
 
+def open_key_store(settings: Settings) -> KeyStore:
+    """Return the keys file of ``settings``, following ``ASSISTANT_USERS`` when it is set.
+
+    Raises:
+        ConfigError: The users file cannot be read.
+    """
+    directory = load_directory(settings.ui.users_file, auth_pairs=settings.ui.auth)
+    return KeyStore(settings.api.keys_path(settings.store.path), directory)
+
+
 def hash_key(key: str) -> str:
     """Return the hex SHA-256 of a presented key (what the file stores)."""
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
@@ -58,8 +71,10 @@ class KeyStore:
     Thread-safe for readers; writers (the ``keys`` command) replace the file atomically.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, directory: Directory | None = None) -> None:
         self.path = path
+        # With a users file, a key stands for its user as that file has them now.
+        self.directory = directory if directory is not None and directory.follows_file else None
         self._lock = threading.Lock()
         self._stamp: tuple[int, int] | None = None
         self._by_hash: dict[str, KeyRecord] = {}
@@ -79,10 +94,23 @@ class KeyStore:
         return bool(self._by_hash)
 
     def lookup(self, key: str) -> User | None:
-        """Return the user of ``key``, or None when no stored key matches."""
+        """Return the user of ``key``, or None when no stored key matches.
+
+        With a users file (``ASSISTANT_USERS``), the key runs with its user's groups
+        in that file now, and the key of a user who is not in it opens nothing.
+        """
         self._refresh()
         record = self._by_hash.get(hash_key(key))
-        return record.to_user() if record is not None else None
+        if record is None:
+            return None
+        if self.directory is None:
+            return record.to_user()
+        if not self.directory.known(record.user):
+            logger.warning(
+                "key %s: user %r is not in the users file; refused", record.id, record.user
+            )
+            return None
+        return self.directory.user(record.user)
 
     def _refresh(self) -> None:
         try:
@@ -110,7 +138,12 @@ class KeyStore:
             ConfigError: The name or a group is empty or unprintable, or the file is broken.
         """
         name = _checked_name(user, what="user")
-        clean_groups = tuple(sorted({_checked_name(g, what="group") for g in groups}))
+        clean_groups = checked_groups(groups)
+        if self.directory is not None and not self.directory.known(name):
+            raise ConfigError(
+                f"{name!r} is not in the users file {self.directory.path}: add the user "
+                "first (python -m assistant users add); a key runs with that user's groups"
+            )
         secret = KEY_PREFIX + secrets.token_urlsafe(32)
         digest = hash_key(secret)
         created = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -126,6 +159,20 @@ class KeyStore:
             return False
         _write(self.path, kept)
         return True
+
+
+def checked_groups(groups: Iterable[str]) -> tuple[str, ...]:
+    """Return ``groups`` lower-cased, split at commas, sorted and distinct.
+
+    Raises:
+        ConfigError: A name that is not a group name (as ``users add`` refuses it).
+    """
+    names = {part.strip().lower() for g in groups for part in valid_unicode(g).split(",")}
+    names.discard("")
+    bad = sorted(n for n in names if not valid_group(n))
+    if bad:
+        raise ConfigError(f"{bad[0]!r} is not a valid group name (lower case, digits, _.@+-)")
+    return tuple(sorted(names))
 
 
 def _checked_name(value: str, *, what: str) -> str:

@@ -38,8 +38,9 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from assistant.answering.service import shown_text
-from assistant.api.keys import KeyStore
+from assistant.api.keys import KeyStore, open_key_store
 from assistant.api.protocol import (
+    MAX_MESSAGES,
     ChatRequest,
     chunk,
     completion,
@@ -57,7 +58,7 @@ from assistant.config import Settings
 from assistant.errors import AssistantError, IndexNotFoundError, RequestError
 from assistant.protocols import AnswerStream, ChatService
 from assistant.tokens import Tokenizer, get_tokenizer
-from assistant.types import ANONYMOUS, Answer, User
+from assistant.types import ANONYMOUS, MAX_TURN_CHARS, Answer, User
 
 __all__ = ["ApiAudit", "Gate", "build_api", "create_app", "serve"]
 
@@ -70,6 +71,10 @@ NO_INDEX_MESSAGE = (
     "The API answers from the next request on, with no restart."
 )
 _SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+# The largest request we answer: MAX_MESSAGES messages of MAX_TURN_CHARS ASCII
+# characters and their JSON, twice over for escapes and other fields. A larger body
+# is refused from its Content-Length, or as soon as that many bytes have come.
+MAX_BODY_BYTES = 2 * (MAX_MESSAGES * (MAX_TURN_CHARS + 64))
 
 
 class Gate:
@@ -143,6 +148,7 @@ class _Api:
         self.tokenizer = tokenizer
         self.models = (settings.store.collection,)
         self.gate = Gate(settings.api.concurrency, settings.api.queue)
+        self.reading = 0  # bodies being read now (see `_bounded_body`)
         self.created = int(time.time())
 
     def authenticate(self, request: Request) -> User | JSONResponse:
@@ -156,7 +162,7 @@ class _Api:
         if self.settings.api.anonymous_loopback and _loopback(request):
             # Clients such as the openai library always send some key; on loopback
             # with anonymous calls enabled a key that matches nothing is no key.
-            return ANONYMOUS
+            return ANONYMOUS if _from_this_host(request, self.settings) else _cross_site()
         if not self.keys.configured():
             # The problem itself names a server path: it is in the server's log.
             broken = " (the keys file is not valid; see the server log)"
@@ -217,6 +223,35 @@ def _loopback(request: Request) -> bool:
         return False
 
 
+def _from_this_host(request: Request, settings: Settings) -> bool:
+    """Return whether a keyless loopback call comes from a program, not a web page.
+
+    A browser adds ``Origin`` to every cross-site POST (and to ``no-cors`` ones),
+    and a page reached through DNS rebinding sends its own host name as ``Host``.
+    """
+    if "origin" in request.headers:
+        return False
+    port = settings.api.port
+    names = {settings.api.host, "127.0.0.1", "localhost", "[::1]"}
+    allowed = {f"{name}:{port}".lower() for name in names}
+    return request.headers.get("host", "").strip().lower() in allowed
+
+
+def _cross_site() -> JSONResponse:
+    return _error(
+        403,
+        "Calls without a key are taken from programs on this host only: this one came "
+        "from a web page (an Origin header) or through another host name.",
+        kind="invalid_request_error",
+        code="cross_site_request",
+    )
+
+
+def _json_body(request: Request) -> bool:
+    kind = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    return kind == "application/json"
+
+
 def build_api(
     service: ChatService,
     *,
@@ -237,7 +272,7 @@ def build_api(
     api = _Api(
         service,
         settings=settings,
-        keys=keys or KeyStore(settings.api.keys_path(settings.store.path)),
+        keys=keys or open_key_store(settings),
         tokenizer=tokenizer or get_tokenizer(settings.chunking.encoding),
         audit=audit,
     )
@@ -268,11 +303,17 @@ def build_api(
         user = api.authenticate(request)
         if isinstance(user, Response):
             return user
+        if not _json_body(request):
+            message = "Send the body as JSON, with 'Content-Type: application/json'."
+            return _error(415, message, kind="invalid_request_error", code="unsupported_media_type")
+        raw = await _bounded_body(api, request)
+        if isinstance(raw, Response):
+            return raw
         try:
-            body = json.loads(await request.body())
+            body = json.loads(raw)
             parsed = parse_chat_request(body, models=api.models)
-        except ValueError:
-            message = "The body is not valid JSON."
+        except (ValueError, RecursionError):  # RecursionError: nested too deeply
+            message = "The body is not valid JSON (or is nested too deeply)."
             return _error(400, message, kind="invalid_request_error", code="invalid_json")
         except RequestError as exc:
             status = 404 if exc.code == "model_not_found" else 400
@@ -309,6 +350,36 @@ class _WorkerHeader:
             await send(message)
 
         await self.app(scope, receive, send_with_header)
+
+
+def _too_large() -> JSONResponse:
+    message = f"The request body is larger than {MAX_BODY_BYTES:,} bytes."
+    return _error(413, message, kind="invalid_request_error", code="request_too_large")
+
+
+async def _bounded_body(api: _Api, request: Request) -> bytes | Response:
+    """Read the body, refusing one over `MAX_BODY_BYTES` before holding it whole.
+
+    At most as many bodies are read at once as the gate admits (slots and queue),
+    so uploads alone cannot take more than that many times the limit.
+    """
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        return _too_large()
+    if api.reading >= api.settings.api.concurrency + api.settings.api.queue:
+        message = "This worker is busy reading other requests; retry shortly."
+        return _error(429, message, kind="rate_limit_error", code="rate_limit_exceeded")
+    api.reading += 1
+    try:
+        parts, size = [], 0
+        async for part in request.stream():
+            size += len(part)
+            if size > MAX_BODY_BYTES:
+                return _too_large()
+            parts.append(part)
+        return b"".join(parts)
+    finally:
+        api.reading -= 1
 
 
 def _json(data: object, status: int = 200) -> JSONResponse:
@@ -475,7 +546,7 @@ def create_app() -> Starlette:
         retriever.embedder.embed(["warm-up"])
     except AssistantError as exc:
         logger.warning("the embedding model failed to load: %s", exc)
-    keys = KeyStore(settings.api.keys_path(settings.store.path))
+    keys = open_key_store(settings)
     if not keys.configured() and not settings.api.anonymous_loopback:
         logger.warning("no API key in %s: every request gets 401", keys.path)
     log = open_audit_log(settings)

@@ -1,16 +1,44 @@
-"""The audit log as JSON lines or CSV, and thumbs-down corrections as evaluation candidates."""
+"""The audit log as JSON lines or CSV, and thumbs-down corrections as evaluation candidates.
+
+Everything exported was typed by someone (questions, reasons, corrections) or
+written by a model, and the reader is an administrator's terminal or spreadsheet.
+So JSON lines escape every control, bidi and separator character (`json_line`),
+and each CSV cell escapes them visibly and, as OWASP advises against formula
+injection, starts with a single quote when it would start with ``= + - @``,
+a tab or a carriage return (`csv_cell`; full-width forms too).
+"""
 
 from __future__ import annotations
 
 import csv
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import asdict
 from typing import TextIO
 
 from assistant.types import AuditRecord, Feedback
 
-__all__ = ["CSV_COLUMNS", "eval_candidates", "record_to_json", "write_csv", "write_json_lines"]
+__all__ = [
+    "CSV_COLUMNS",
+    "csv_cell",
+    "eval_candidates",
+    "json_line",
+    "record_to_json",
+    "write_csv",
+    "write_json_lines",
+]
+
+# What ``json.dumps(ensure_ascii=False)`` leaves raw but a terminal acts on: DEL, C1
+# (U+009B is CSI), line and paragraph separators, bidi controls, lone surrogates (which
+# could not even be written as UTF-8). C0 it escapes itself.
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+# In a CSV cell: C0 except line feed and tab, DEL, C1, separators, bidi, surrogates.
+_CELL_UNSAFE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+# A spreadsheet reads a cell starting with one of these as a formula (full-width too).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")
 
 Row = tuple[AuditRecord, Feedback | None]
 CSV_COLUMNS = (
@@ -66,11 +94,30 @@ def _feedback_json(feedback: Feedback | None) -> dict[str, str] | None:
     }
 
 
+def json_line(value: object) -> str:
+    r"""Return ``value`` as one line of JSON, every control character escaped (``\u009b``)."""
+    text = json.dumps(value, ensure_ascii=False)
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m[0]):04x}", text) + "\n"
+
+
+def csv_cell(value: object) -> object:
+    r"""Return ``value`` safe as a CSV cell: controls as ``\x1b``, formulas as text."""
+    if not isinstance(value, str):
+        return value
+    text = _CELL_UNSAFE.sub(_escape, value)
+    return "'" + text if text.startswith(_FORMULA_START) else text
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match[0])
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
 def write_json_lines(rows: Iterable[Row], out: TextIO) -> int:
     """Write one JSON object per record; return how many."""
     count = 0
     for record, feedback in rows:
-        out.write(json.dumps(record_to_json(record, feedback), ensure_ascii=False) + "\n")
+        out.write(json_line(record_to_json(record, feedback)))
         count += 1
     return count
 
@@ -82,7 +129,8 @@ def write_csv(rows: Iterable[Row], out: TextIO) -> int:
     count = 0
     for record, feedback in rows:
         writer.writerow(
-            [
+            csv_cell(cell)
+            for cell in (
                 record.record_id,
                 record.time,
                 record.user,
@@ -98,7 +146,7 @@ def write_csv(rows: Iterable[Row], out: TextIO) -> int:
                 feedback.reason if feedback else "",
                 feedback.correction if feedback else "",
                 dict(record.timings_ms).get("total", ""),
-            ]
+            )
         )
         count += 1
     return count

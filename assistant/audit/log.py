@@ -43,6 +43,7 @@ _PURGE = object()
 @dataclass(frozen=True, slots=True)
 class _Withdrawn:
     record_id: str
+    user: str
 
 
 def utc_now() -> str:
@@ -69,7 +70,7 @@ def _read_or_create_key(path: Path) -> bytes:
     process never reads a half-written key: it finds either none or the whole one.
     """
     try:
-        return bytes.fromhex(path.read_text(encoding="ascii").strip())
+        return _trusted_key(path)
     except FileNotFoundError:
         pass
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -83,7 +84,57 @@ def _read_or_create_key(path: Path) -> bytes:
         pass  # another process won the race: use its key
     finally:
         tmp.unlink()
-    return bytes.fromhex(path.read_text(encoding="ascii").strip())
+    return _trusted_key(path)
+
+
+def _trusted_key(path: Path) -> bytes:
+    """Read the key at ``path`` if only this process's user can have written or read it.
+
+    Raises:
+        FileNotFoundError: There is no key yet.
+        PermissionError: The key belongs to another user or others may read it, so
+            someone else may know it and reverse every pseudonym (never used).
+        OSError: It cannot be read.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if info.st_uid != os.geteuid() or info.st_mode & 0o077:
+            raise PermissionError(
+                f"{path} is owned by uid {info.st_uid} with mode {info.st_mode & 0o777:o}; "
+                "a key that others may know is never used: delete it (a new one is made) "
+                "or make it yours with mode 600"
+            )
+        data = handle.read(256)
+    try:
+        return bytes.fromhex(data.decode("ascii").strip())
+    except ValueError as exc:
+        raise PermissionError(f"{path} is not a key written by this program") from exc
+
+
+def _cutoff(newest: str, *, days: int) -> str:
+    """Return the time before which records are deleted.
+
+    That is ``days`` before now, or before the newest record when the clock is ahead
+    of it: a clock jumped forward must not purge the whole history.
+    """
+    now = dt.datetime.now(dt.UTC)
+    cutoff = now - dt.timedelta(days=days)
+    try:
+        last = dt.datetime.fromisoformat(newest) if newest else now
+    except ValueError:
+        last = now
+    if last.tzinfo is None:
+        last = last.replace(tzinfo=dt.UTC)
+    if now - last > dt.timedelta(days=1):
+        logger.warning(
+            "the clock (%s) is %d days ahead of the newest audit record (%s): retention "
+            "counts from that record",
+            now.isoformat(timespec="seconds"),
+            (now - last).days,
+            newest,
+        )
+    return min(cutoff, last - dt.timedelta(days=days)).isoformat(timespec="seconds")
 
 
 class AuditLog:
@@ -126,9 +177,9 @@ class AuditLog:
         """Queue ``feedback`` for writing; never blocks, never raises."""
         self._put(replace(feedback, user=self._user(feedback.user)))
 
-    def withdraw(self, record_id: str) -> None:
-        """Queue forgetting the feedback on ``record_id``; never blocks, never raises."""
-        self._put(_Withdrawn(record_id))
+    def withdraw(self, record_id: str, *, user: str) -> None:
+        """Queue forgetting ``user``'s feedback on ``record_id``; never blocks, never raises."""
+        self._put(_Withdrawn(record_id, self._user(user)))
 
     def flush(self, timeout: float = 10.0) -> bool:
         """Wait until everything queued so far is written (or dropped); return whether it was."""
@@ -178,20 +229,35 @@ class AuditLog:
             return self._key
 
     def _run(self) -> None:
+        pending: list[object] = []  # an item taken, not yet written: the file moved
         while True:
             try:
                 with self.store.writer() as writer:
-                    while True:
-                        item = self._queue.get()
-                        try:
-                            if item is _STOP:
-                                return
-                            self._write(writer, item)
-                        finally:
-                            self._queue.task_done()
+                    if self._serve(writer, pending):
+                        return
             except StoreError as exc:
-                if self._drop_one(exc):
+                if pending:  # the file moved and cannot be made again: that item is lost
+                    pending.clear()
+                    self._queue.task_done()
+                    self._warn("audit log unavailable, a record is lost: %s", exc)
+                elif self._drop_one(exc):
                     return
+
+    def _serve(self, writer: AuditWriter, pending: list[object]) -> bool:
+        """Write queued items until stopped (True) or the file moved (False)."""
+        while True:
+            item = pending.pop() if pending else self._queue.get()
+            if item is not _STOP and writer.moved():
+                # Not throttled: records would go to a file nobody can read again.
+                logger.warning("the audit log %s was deleted or replaced; reopening it", self.path)
+                pending.append(item)
+                return False
+            try:
+                if item is _STOP:
+                    return True
+                self._write(writer, item)
+            finally:
+                self._queue.task_done()
 
     def _drop_one(self, exc: StoreError) -> bool:
         """The database cannot be opened: drop the next item (try again for the one after).
@@ -213,19 +279,21 @@ class AuditLog:
         try:
             if isinstance(item, AuditRecord):
                 writer.add_record(item)
-            elif isinstance(item, Feedback):
-                writer.add_feedback(item)
+            elif isinstance(item, Feedback) and not writer.add_feedback(item):
+                logger.warning(
+                    "feedback on %s ignored: no answer of that user has that id", item.record_id
+                )
             elif isinstance(item, _Withdrawn):
-                writer.remove_feedback(item.record_id)
+                writer.remove_feedback(item.record_id, item.user)
         except StoreError as exc:
             self._warn("%s; the record is lost, the chat goes on", exc)
 
     def _purge(self, writer: AuditWriter) -> None:
         if not self._retention_days:
             return
-        cutoff = dt.datetime.now(dt.UTC) - dt.timedelta(days=self._retention_days)
         try:
-            deleted = writer.purge(before=cutoff.isoformat(timespec="seconds"))
+            cutoff = _cutoff(writer.newest(), days=self._retention_days)
+            deleted = writer.purge(before=cutoff)
         except StoreError as exc:
             self._warn("cannot apply the audit retention: %s", exc)
             return

@@ -11,7 +11,9 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
 import sqlite3
+import urllib.parse
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import asdict
@@ -61,18 +63,41 @@ class AuditStore:
         """
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            _private(self.path)
             connection = self._connect()
             connection.execute("PRAGMA journal_mode=WAL")
             for statement in _SCHEMA:
                 connection.execute(statement)
             connection.commit()
+            for companion in ("-wal", "-shm"):
+                _private(self.path.with_name(self.path.name + companion), create=False)
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(f"cannot open the audit log {self.path}: {exc}") from exc
         with closing(connection):
-            yield AuditWriter(connection)
+            yield AuditWriter(connection, self.path)
 
     def _connect(self) -> sqlite3.Connection:
         connection = sqlite3.connect(self.path, timeout=self._timeout)
+        connection.row_factory = sqlite3.Row
+        return connection
+
+    def _connect_read_only(self) -> sqlite3.Connection:
+        """Open for reading only; on a read-only mount, as an immutable file.
+
+        A WAL database needs its ``-shm`` file even to be read; where that cannot be
+        created (a read-only volume or backup), SQLite reads it as immutable: the
+        main file as it is, which after a clean close holds every record.
+        """
+        uri = "file:" + urllib.parse.quote(str(self.path.resolve()))
+        connection = sqlite3.connect(uri + "?mode=ro", timeout=self._timeout, uri=True)
+        try:
+            connection.execute("SELECT 1 FROM answers LIMIT 1")
+        except sqlite3.OperationalError as exc:
+            connection.close()
+            if os.access(self.path.parent, os.W_OK) and not _read_only_mount(self.path):
+                raise
+            logger.info("reading the audit log %s as immutable (%s)", self.path, exc)
+            connection = sqlite3.connect(uri + "?immutable=1", timeout=self._timeout, uri=True)
         connection.row_factory = sqlite3.Row
         return connection
 
@@ -90,11 +115,29 @@ class AuditStore:
             "WHERE a.time >= ? ORDER BY a.time, a.id"
         )
         try:
-            with closing(self._connect()) as connection:
+            with closing(self._connect_read_only()) as connection:
                 rows = connection.execute(query, (since,)).fetchall()
         except sqlite3.Error as exc:
             raise StoreError(f"cannot read the audit log {self.path}: {exc}") from exc
         return [(_record(row), _feedback(row)) for row in rows]
+
+
+def _private(path: Path, *, create: bool = True) -> None:
+    """Make ``path`` readable by its owner only, creating it empty (0600) if asked.
+
+    SQLite gives the ``-wal`` and ``-shm`` files the mode of the database, so a
+    database created 0600 keeps its companions private; one found readable by
+    others (an older version made it with the umask) is tightened, with a warning.
+    """
+    if create:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600))
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return
+    if mode & 0o077:
+        path.chmod(0o600)
+        logger.warning("%s was readable by others (%o): made it 0600", path, mode & 0o777)
 
 
 def _translated(method: Callable[_P, _R]) -> Callable[_P, _R]:
@@ -110,11 +153,37 @@ def _translated(method: Callable[_P, _R]) -> Callable[_P, _R]:
     return wrapper
 
 
+def _read_only_mount(path: Path) -> bool:
+    """Whether ``path``'s file system is mounted read-only (root ignores mode bits)."""
+    try:
+        return bool(os.statvfs(path.parent).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        status = path.stat()
+    except OSError:
+        return None
+    return status.st_dev, status.st_ino
+
+
 class AuditWriter:
     """Statements on one open connection; each call is one transaction."""
 
-    def __init__(self, connection: sqlite3.Connection) -> None:
+    def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
         self._connection = connection
+        self._path = path
+        self._identity = _identity(path)
+
+    def moved(self) -> bool:
+        """Whether the file at the store's path is no longer the one open here.
+
+        A database deleted or replaced under a running writer would take every later
+        write into the unlinked file; the writer reopens instead (finding D10).
+        """
+        return _identity(self._path) != self._identity
 
     @_translated
     def add_record(self, record: AuditRecord) -> None:
@@ -140,8 +209,15 @@ class AuditWriter:
             )
 
     @_translated
-    def add_feedback(self, feedback: Feedback) -> None:
-        """Store ``feedback``, replacing any earlier feedback on the same answer."""
+    def add_feedback(self, feedback: Feedback) -> bool:
+        """Store ``feedback``, replacing any earlier feedback on the same answer.
+
+        Only the user the answer was recorded for may rate it: feedback on an
+        answer of another user, or on no stored answer, stores nothing.
+
+        Returns:
+            Whether it was stored.
+        """
         row = (
             feedback.record_id,
             feedback.time,
@@ -149,17 +225,33 @@ class AuditWriter:
             feedback.rating,
             feedback.reason,
             feedback.correction,
+            feedback.record_id,
+            feedback.user,
         )
         with self._connection:
-            self._connection.execute(
-                "INSERT OR REPLACE INTO feedback VALUES (?, ?, ?, ?, ?, ?)", row
+            cursor = self._connection.execute(
+                "INSERT OR REPLACE INTO feedback SELECT ?, ?, ?, ?, ?, ? "
+                "WHERE EXISTS (SELECT 1 FROM answers WHERE id = ? AND user = ?)",
+                row,
             )
+        return cursor.rowcount > 0
 
     @_translated
-    def remove_feedback(self, record_id: str) -> None:
-        """Forget the feedback on one answer (the user took the thumb back)."""
+    def newest(self) -> str:
+        """Return the time of the newest stored answer ("" when there is none)."""
+        row = self._connection.execute("SELECT MAX(time) FROM answers").fetchone()
+        return str(row[0]) if row and row[0] else ""
+
+    @_translated
+    def remove_feedback(self, record_id: str, user: str) -> bool:
+        """Forget ``user``'s feedback on one of their answers (they took the thumb back)."""
         with self._connection:
-            self._connection.execute("DELETE FROM feedback WHERE answer_id = ?", (record_id,))
+            cursor = self._connection.execute(
+                "DELETE FROM feedback WHERE answer_id = ? AND user = ? "
+                "AND EXISTS (SELECT 1 FROM answers WHERE id = ? AND user = ?)",
+                (record_id, user, record_id, user),
+            )
+        return cursor.rowcount > 0
 
     @_translated
     def purge(self, *, before: str) -> int:

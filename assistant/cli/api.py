@@ -89,9 +89,9 @@ def run_api_command(
 
 
 def _keys(args: argparse.Namespace, settings: Settings, out: TextIO, err: TextIO) -> int:
-    from assistant.api.keys import KeyStore
+    from assistant.api.keys import open_key_store
 
-    store = KeyStore(settings.api.keys_path(settings.store.path))
+    store = open_key_store(settings)
     if args.keys_command == "add":
         secret, record = store.add(args.user, tuple(args.group))
         print(secret, file=out)

@@ -11,12 +11,13 @@ between questions):
 "chunk_id", "source", "heading_path", "page", "score"}]}``
 
 ``answer`` is the text the chat shows (`shown_text`, citation markers
-included); ``mode`` is ``extractive``, ``model`` or ``no good match`` (and
-``no_good_match`` is true exactly for the last); ``unsupported`` lists the
-sentences the citation check flagged; ``sources`` are the numbered sources, so
-``[n]`` in the answer is the source with that ``n``. A line that cannot be
-answered gets ``{"id", "error"}`` and the next line is read. The settings are
-the chat's (``ASSISTANT_*``, including ``ASSISTANT_LLM_*`` for a model).
+included) as plain text, without the neutraliser's backslash escapes; ``mode``
+is ``extractive``, ``model`` or ``no good match`` (and ``no_good_match`` is true
+exactly for the last); ``unsupported`` lists the sentences the citation check
+flagged; ``sources`` are the numbered sources, so ``[n]`` in the answer is the
+source with that ``n``. A line that cannot be answered gets ``{"id", "error"}``
+and the next line is read. The settings are the chat's (``ASSISTANT_*``,
+including ``ASSISTANT_LLM_*`` for a model).
 
 Every answer is recorded in the audit log as the chat's are (user: ``--as USER``
 or ``local``, the operator; timings ``ask total``), unless ``--no-audit`` (for
@@ -36,6 +37,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TextIO
 
+from assistant.answering.safety import unescape_markdown
 from assistant.answering.service import AnswerRun, Assistant, build_assistant, finish
 from assistant.audit.log import AuditLog, open_audit_log
 from assistant.audit.recording import DocLookup, record_answer
@@ -186,7 +188,7 @@ def _write(out: TextIO, record: dict[str, object]) -> None:
 def answer_to_json(run: AnswerRun, answer: Answer, shown: str) -> dict[str, object]:
     """Return the contract shape of one finished answer (without ``id``)."""
     return {
-        "answer": shown,
+        "answer": unescape_markdown(shown),
         "mode": run.mode,
         "no_good_match": run.mode == "no good match",
         "citations": [{"n": c.number, **_where(c.hit)} for c in answer.citations],
@@ -218,7 +220,7 @@ def format_answer(answer: Answer, shown: str, *, no_good_match: bool) -> str:
     numbered = [
         (n, hit) for n, hit in enumerate(answer.sources, start=1) if not cited or n in cited
     ]
-    lines = [shown]
+    lines = [unescape_markdown(shown)]
     if numbered:
         title = "Closest sections:" if no_good_match else "Sources:"
         lines += ["", title]

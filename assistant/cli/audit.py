@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
 from assistant.audit.export import (
     eval_candidates,
+    json_line,
     record_to_json,
     write_csv,
     write_json_lines,
@@ -65,7 +65,7 @@ def run_command(args: argparse.Namespace, settings: Settings, *, out: TextIO) ->
         changes = read_changes(settings.store.path, since=since)
         if args.json:
             for change in changes:
-                out.write(json.dumps(_change_json(change), ensure_ascii=False) + "\n")
+                out.write(json_line(_change_json(change)))
         else:
             print(printable(format_changes(changes)), file=out)
         return EXIT_OK
@@ -79,7 +79,7 @@ def run_command(args: argparse.Namespace, settings: Settings, *, out: TextIO) ->
         else:
             lines = [record_to_json(r, f) for r, f in rows if f is not None and f.rating == "down"]
         for line in lines:
-            out.write(json.dumps(line, ensure_ascii=False) + "\n")
+            out.write(json_line(line))
     else:
         from assistant.cli.report import run_report
 

@@ -21,7 +21,7 @@ nothing for the documents it governs.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,8 +32,10 @@ __all__ = [
     "EVERYONE",
     "AccessRuleError",
     "AccessRules",
+    "audience_now",
     "parse_groups",
     "read_rules",
+    "unapplied_access_file",
 ]
 
 ACCESS_FILE = ".access"
@@ -84,13 +86,29 @@ def parse_groups(value: object, *, where: str, source: str) -> tuple[str, ...]:
 class _Rule:
     pattern: re.Pattern[str]
     audience: tuple[str, ...]
+    line: int = 0
+    text: str = ""
 
 
 @dataclass(frozen=True, slots=True)
 class AccessRules:
-    """The rules of one access file (none: no file)."""
+    """The rules of one access file (none: no file); ``name`` is that file."""
 
     rules: tuple[_Rule, ...] = ()
+    name: str = ""
+
+    def unused(self, sources: Iterable[str]) -> list[str]:
+        """Return a message for each rule that matches none of ``sources``.
+
+        Such a rule protects nothing, and was almost always meant to (a typo, a
+        folder that moved), so the ingest reports it.
+        """
+        listed = list(sources)
+        return [
+            f"access rules {self.name}: line {rule.line}: {rule.text!r} matches no document"
+            for rule in self.rules
+            if not any(rule.pattern.fullmatch(source) for source in listed)
+        ]
 
     def audience_of(self, source: str) -> tuple[str, ...] | None:
         """Return the audience of the last rule matching ``source``, or None if none matches."""
@@ -135,15 +153,70 @@ def parse_rules(text: str, *, name: str) -> AccessRules:
                 name, f"{where}: expected 'PATTERN -> GROUP, GROUP', got {raw.strip()!r}"
             )
         audience = parse_groups(groups, where=where, source=name)
-        rules.append(_Rule(_glob(pattern.strip(), where=where, name=name), audience))
-    return AccessRules(tuple(rules))
+        glob = _glob(pattern.strip(), where=where, name=name)
+        rules.append(_Rule(glob, audience, number, line))
+    return AccessRules(tuple(rules), name)
+
+
+def audience_now(
+    front_matter: tuple[str, ...] | None,
+    *,
+    root: Path,
+    path: Path,
+    source: str,
+    default: tuple[str, ...] = (),
+) -> tuple[str, ...]:
+    """Return the audience the ingest would give ``path`` as it is on disk now.
+
+    Front matter first, else the last matching rule of ``root``'s access file,
+    else ``default`` — the ingest's order. The viewer checks the bytes it serves
+    with this, since they may be newer than the indexed version.
+
+    Raises:
+        AccessRuleError: The access file cannot be parsed, or one that is not
+            applied governs the file (fail closed: the caller shows nothing).
+    """
+    if front_matter is not None:
+        return front_matter
+    ignored = unapplied_access_file(root, path)
+    if ignored is not None:
+        raise AccessRuleError(str(ignored), "an access file that is not applied governs it")
+    found = read_rules(root).audience_of(source)
+    return found if found is not None else default
+
+
+def unapplied_access_file(folder: Path, path: Path, *, single: bool = False) -> Path | None:
+    """Return an access file that would govern ``path`` but is not read, or None.
+
+    Only the access file of the folder given to the ingest (``folder``; for a single
+    file, its folder) is read. One in a subfolder of it, or, for a file given alone
+    (``single``), one in a folder above, would be silently ignored and the document
+    made public: the ingest refuses such a document instead, naming that file.
+    """
+    nested = path.parent
+    while nested != folder and folder in nested.parents:
+        if (nested / ACCESS_FILE).is_file():
+            return nested / ACCESS_FILE
+        nested = nested.parent
+    if not single:
+        return None
+    return next((p / ACCESS_FILE for p in folder.parents if (p / ACCESS_FILE).is_file()), None)
 
 
 def _glob(pattern: str, *, where: str, name: str) -> re.Pattern[str]:
-    """Translate a glob (``**`` crosses folders, ``*`` and ``?`` do not) to a regex."""
+    """Translate a glob (``**`` crosses folders, ``*`` and ``?`` do not) to a regex.
+
+    As in ``.gitignore``, a pattern naming a folder covers what is under it: one
+    ending in ``/`` (``hr/``) and one without wildcards (``board``, ``hr/pay``)
+    also match every path below it.
+    """
     pattern = pattern.removeprefix("./")
     if pattern.startswith("/") or ".." in pattern.split("/"):
         raise AccessRuleError(name, f"{where}: patterns are relative paths, got {pattern!r}")
+    folder = pattern.endswith("/") or not any(c in pattern for c in "*?")
+    pattern = pattern.rstrip("/")
+    if not pattern:
+        raise AccessRuleError(name, f"{where}: an empty pattern matches nothing")
     out, i = [], 0
     while i < len(pattern):
         if pattern.startswith("**/", i):
@@ -161,4 +234,6 @@ def _glob(pattern: str, *, where: str, name: str) -> re.Pattern[str]:
         else:
             out.append(re.escape(pattern[i]))
             i += 1
+    if folder:
+        out.append("(?:/.*)?")
     return re.compile("".join(out), re.DOTALL)

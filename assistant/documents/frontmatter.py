@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import unicodedata
 from dataclasses import dataclass
 
 import yaml
@@ -101,6 +102,13 @@ _AUDIENCE_KEYS = ("audience", "access")
 def _audience(data: dict[object, object], yaml_text: str, *, source: str) -> tuple[str, ...] | None:
     """Return the front matter's audience, None when it names none (the access file decides)."""
     keys = [key for key in _AUDIENCE_KEYS if key in data]
+    near = [k for k in data if isinstance(k, str) and _folded(k) in _AUDIENCE_KEYS]
+    odd = [k for k in near if k not in _AUDIENCE_KEYS]
+    if odd:
+        # 'Audience:' or 'ACCESS :' would otherwise be ignored and the document made public.
+        line = _line_of(yaml_text, re.escape(odd[0]))
+        reason = f"front matter line {line}: write the key {odd[0]!r} as 'audience' or 'access'"
+        raise DocumentError(source, reason)
     if not keys:
         return None
     line = _line_of(yaml_text, keys[0])
@@ -108,6 +116,15 @@ def _audience(data: dict[object, object], yaml_text: str, *, source: str) -> tup
         reason = f"front matter line {line}: give 'audience' or 'access', not both"
         raise DocumentError(source, reason)
     return parse_groups(data[keys[0]], where=f"front matter line {line}", source=source)
+
+
+# Latin look-alikes from Cyrillic and Greek that NFKC leaves as they are.
+_LOOKALIKES = str.maketrans("асеорхуіѕԁеαοτνυϲ", "aceopxyisdeaotvuc")
+
+
+def _folded(key: str) -> str:
+    """Return ``key`` as it reads: NFKC, case-folded, look-alike letters as Latin."""
+    return unicodedata.normalize("NFKC", key).strip().casefold().translate(_LOOKALIKES)
 
 
 def _line_of(yaml_text: str, key: str) -> int:

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import importlib
 import logging
 import os
 import stat
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
-from assistant.documents.base import Extracted, fallback_title
+from assistant.documents.base import fallback_title
+from assistant.documents.sandbox import Sandbox, parse_in_process
 from assistant.errors import ConfigError, DocumentError, EmptyDocumentError
 from assistant.types import MAX_TITLE_CHARS, Document, shorten_heading
 
@@ -86,7 +86,12 @@ def _walk(root: Path) -> list[Path]:
 
 
 def load_document(
-    path: Path, *, root: Path, source: str | None = None, data: bytes | None = None
+    path: Path,
+    *,
+    root: Path,
+    source: str | None = None,
+    data: bytes | None = None,
+    sandbox: Sandbox | None = None,
 ) -> Document:
     """Read and parse one file.
 
@@ -96,6 +101,8 @@ def load_document(
         source: The document's identity; defaults to the POSIX path relative to ``root``.
         data: The file's bytes, already read with `read_file` (a caller that also
             hashes them); read here when None.
+        sandbox: Parse in its helper process, within its time and memory budget
+            (an ingest of untrusted files); in this process when None.
 
     Returns:
         The parsed document.
@@ -112,7 +119,8 @@ def load_document(
         data = read_file(path, root=root, source=source)
     if not data.strip():
         raise EmptyDocumentError(source, "file is empty (no text)")
-    extracted = _loader(kind)(data, source=source, fallback=fallback_title(path.stem))
+    parse = sandbox.parse if sandbox is not None else parse_in_process
+    extracted = parse(kind, data, source=source, fallback=fallback_title(path.stem))
     if not any(section.blocks for section in extracted.sections):
         raise EmptyDocumentError(source, "no text found in the file")
     title = shorten_heading(extracted.meta.title, MAX_TITLE_CHARS)
@@ -144,6 +152,8 @@ def check_file(path: Path, *, root: Path, source: str) -> Path:
         if not real.is_relative_to(root.resolve()):
             raise DocumentError(source, f"symlink points outside the data directory ({real})")
         status = real.stat()
+    except RuntimeError as exc:  # Path.resolve's "Symlink loop from ..."
+        raise DocumentError(source, "symlink loop (the link never reaches a file)") from exc
     except OSError as exc:
         raise DocumentError(source, f"cannot read file: {exc.strerror or exc}") from exc
     if not stat.S_ISREG(status.st_mode):
@@ -174,11 +184,3 @@ def read_file(path: Path, *, root: Path, source: str) -> bytes:
         return real.read_bytes()
     except OSError as exc:
         raise DocumentError(source, f"cannot read file: {exc.strerror or exc}") from exc
-
-
-def _loader(kind: str) -> Callable[..., Extracted]:
-    # Each format's module is imported on first use, so a run over Markdown alone
-    # never imports pypdf, python-docx or BeautifulSoup.
-    module = importlib.import_module(f"assistant.documents.{kind}")
-    load: Callable[..., Extracted] = module.load
-    return load

@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict
@@ -33,6 +34,8 @@ __all__ = [
     "read_changes",
     "record_changes",
     "section_state",
+    "shown_url",
+    "webhook_payload",
 ]
 
 logger = logging.getLogger(__name__)
@@ -49,6 +52,51 @@ def changes_path(index: Path) -> Path:
 
 def _state_path(index: Path) -> Path:
     return index / "sections.json"
+
+
+def _pending_path(index: Path) -> Path:
+    return index / "changes.pending.json"
+
+
+def write_pending(
+    index: Path,
+    written: Mapping[str, SectionState],
+    *,
+    added: Iterable[str],
+    removed: Iterable[str],
+    time: str,
+) -> None:
+    """Note what an ingest is about to commit, before the commit (finding D11).
+
+    An ingest killed between its commit and `record_changes` would otherwise lose
+    those changes for good: the next run finds the documents already stored.
+    `recover_pending` records a note left behind; `record_changes` removes it.
+    """
+    note = {"written": dict(written), "added": list(added), "removed": list(removed), "time": time}
+    path = _pending_path(index)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(note, ensure_ascii=False), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        logger.warning("cannot note the pending changes in %s: %s", index, exc)
+
+
+def recover_pending(index: Path) -> list[DocumentChange]:
+    """Record the changes a killed ingest noted and never recorded; return them."""
+    path = _pending_path(index)
+    try:
+        note = json.loads(path.read_text(encoding="utf-8"))
+        written, added, removed = note["written"], note["added"], note["removed"]
+        time = str(note["time"])
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        logger.warning("cannot read %s (%s): its changes are not listed", path, exc)
+        path.unlink(missing_ok=True)
+        return []
+    logger.info("recording the changes of an ingest that stopped before listing them")
+    return record_changes(index, written, added=added, removed=removed, time=time)
 
 
 def section_state(document: Document) -> SectionState:
@@ -69,6 +117,7 @@ def section_state(document: Document) -> SectionState:
         "version": document.meta.version,
         "effective_date": document.meta.effective_date,
         "sections": sections,
+        "audience": list(document.meta.audience or ()),
     }
 
 
@@ -113,6 +162,8 @@ def record_changes(
                 sections_removed=tuple(old.get("sections", {})),
                 old_effective_date=str(old.get("effective_date", "")),
                 old_version=str(old.get("version", "")),
+                old_audience=_audience(old),
+                new_audience=_audience(old),
             )
         )
     _write(index, states, changes)
@@ -128,7 +179,17 @@ def _added(source: str, new: SectionState, *, time: str) -> DocumentChange:
         sections_added=tuple(new["sections"]),
         new_effective_date=new["effective_date"],
         new_version=new["version"],
+        old_audience=_audience(new),
+        new_audience=_audience(new),
     )
+
+
+def _audience(state: SectionState) -> tuple[str, ...]:
+    """Return the audience a section record names; one recorded before audiences: admin."""
+    groups = state.get("audience")
+    if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
+        return ("admin",)
+    return tuple(groups)
 
 
 def _compare(
@@ -143,6 +204,8 @@ def _compare(
             change="edited",
             new_effective_date=new["effective_date"],
             new_version=new["version"],
+            old_audience=("admin",),  # unknown: fail closed
+            new_audience=_audience(new),
         )
     before, after = old.get("sections", {}), new["sections"]
     kind: ChangeKind = "edited"
@@ -158,6 +221,8 @@ def _compare(
         new_effective_date=new["effective_date"],
         old_version=str(old.get("version", "")),
         new_version=new["version"],
+        old_audience=_audience(old),
+        new_audience=_audience(new),
     )
     same_meta = (
         change.old_effective_date == change.new_effective_date
@@ -191,6 +256,7 @@ def _write(index: Path, states: Mapping[str, SectionState], changes: list[Docume
                     out.write(json.dumps(asdict(change), ensure_ascii=False) + "\n")
         tmp.write_text(json.dumps(states, ensure_ascii=False), encoding="utf-8")
         os.replace(tmp, path)
+        _pending_path(index).unlink(missing_ok=True)
     except OSError as exc:
         logger.warning("cannot record what this ingest changed in %s: %s", index, exc)
 
@@ -221,8 +287,18 @@ def read_changes(index: Path, *, since: str = "") -> list[DocumentChange]:
 
 
 def post_changes(url: str, changes: Iterable[DocumentChange]) -> str:
-    """POST the changes as ``{"changes": [...]}`` JSON to ``url``; return an error or ""."""
-    body = json.dumps({"changes": [asdict(c) for c in changes]}, ensure_ascii=False).encode()
+    """POST the public changes as ``{"changes": [...]}`` JSON to ``url``; return an error or "".
+
+    A webhook usually announces to a whole channel, so only changes of documents
+    everyone could read before and after are sent (each with its ``old_audience``
+    and ``new_audience``, both empty); a restricted document's title and headings
+    never leave. Errors name the URL's scheme and host only: the rest of a webhook
+    URL is usually its secret.
+    """
+    payload = webhook_payload(changes)
+    if not payload["changes"]:
+        return ""
+    body = json.dumps(payload, ensure_ascii=False).encode()
     request = urllib.request.Request(
         url, data=body, method="POST", headers={"Content-Type": "application/json"}
     )
@@ -230,5 +306,32 @@ def post_changes(url: str, changes: Iterable[DocumentChange]) -> str:
         with urllib.request.urlopen(request, timeout=WEBHOOK_TIMEOUT_S) as response:
             status = int(response.status)
     except (urllib.error.URLError, OSError, ValueError) as exc:
-        return f"the change webhook {url} failed: {exc}"
-    return "" if 200 <= status < 300 else f"the change webhook {url} answered {status}"
+        return f"the change webhook {shown_url(url)} failed: {_without(str(exc), url)}"
+    return "" if 200 <= status < 300 else f"the change webhook {shown_url(url)} answered {status}"
+
+
+def webhook_payload(changes: Iterable[DocumentChange]) -> dict[str, list[dict[str, Any]]]:
+    """Return the webhook's body: the changes of documents public before and after."""
+    return {"changes": [asdict(c) for c in changes if c.public]}
+
+
+def shown_url(url: str) -> str:
+    """Return ``url`` as logs may show it: scheme and host, the rest (the secret) cut."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or "?"
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        port = ""
+    return f"{parts.scheme or '?'}://{host}{port}/…"
+
+
+def _without(text: str, url: str) -> str:
+    """Return ``text`` with the URL's path, query and user info cut out (errors may echo them)."""
+    parts = urllib.parse.urlsplit(url)
+    for secret in (url, parts.path, parts.query, parts.fragment, parts.username, parts.password):
+        if secret and len(secret) > 1:
+            text = text.replace(secret, "…")
+    return text

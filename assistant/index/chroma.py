@@ -436,8 +436,13 @@ class ChromaIndex:
         changes = decode_changes(str(rows["documents"][0]))
         return changes if changes is not None and changes.generation == generation else None
 
-    def read_lease(self) -> tuple[str, float] | None:
-        """Return the writer lease on the server (holder, expiry as a Unix time), if any."""
+    def read_lease(self) -> tuple[str, float, float, int] | None:
+        """Return the writer lease on the server, if any.
+
+        As ``(holder, expires, period, beat)``: the expiry as a Unix time of the
+        holder's clock, how long each renewal lasts, and a count the holder raises
+        at each renewal (so a taker can see it is alive whatever the clocks say).
+        """
         try:
             rows = self._leases().get(ids=["lease"], include=["metadatas"])
         except _FAILURES as exc:
@@ -445,15 +450,22 @@ class ChromaIndex:
         if not rows["ids"]:
             return None
         metadata = rows["metadatas"][0] or {}
-        return str(metadata.get("holder", "")), float(metadata.get("expires", 0.0))
+        return (
+            str(metadata.get("holder", "")),
+            float(metadata.get("expires", 0.0)),
+            float(metadata.get("period", 0.0)),
+            int(metadata.get("beat", 0)),
+        )
 
-    def write_lease(self, holder: str, expires: float) -> None:
-        """Record ``holder`` as the writer until ``expires`` (a Unix time)."""
+    def write_lease(
+        self, holder: str, expires: float, *, period: float = 0.0, beat: int = 0
+    ) -> None:
+        """Record ``holder`` as the writer until ``expires`` (a Unix time), renewal ``beat``."""
         try:
             self._leases().upsert(
                 ids=["lease"],
                 embeddings=[[1.0]],
-                metadatas=[{"holder": holder, "expires": expires}],
+                metadatas=[{"holder": holder, "expires": expires, "period": period, "beat": beat}],
             )
         except _FAILURES as exc:
             raise self._failure("writing the writer lease of", exc) from exc

@@ -26,10 +26,23 @@ import numpy.typing as npt
 
 from assistant.chunking.chunker import chunk_document
 from assistant.config import Settings
-from assistant.documents.access import AccessRuleError, AccessRules, read_rules
+from assistant.documents.access import (
+    AccessRuleError,
+    AccessRules,
+    read_rules,
+    unapplied_access_file,
+)
 from assistant.documents.loading import check_file, discover, load_document, read_file
+from assistant.documents.sandbox import ParseBudget, Sandbox, shared_sandbox
 from assistant.errors import DocumentError, EmptyDocumentError
-from assistant.index.changes import SectionState, post_changes, record_changes, section_state
+from assistant.index.changes import (
+    SectionState,
+    post_changes,
+    record_changes,
+    recover_pending,
+    section_state,
+    write_pending,
+)
 from assistant.index.chroma import ChromaIndex
 from assistant.index.codec import encode_chunk
 from assistant.index.lock import writer_lease, writer_lock
@@ -85,6 +98,7 @@ class _Run:
     embedder: Embedder
     index: ChromaIndex
     progress: Progress
+    sandbox: Sandbox = field(default_factory=shared_sandbox)
     problems: list[Problem] = field(default_factory=list)
     skipped: list[Problem] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
@@ -93,6 +107,7 @@ class _Run:
     oversize: int = 0
     sections: dict[str, SectionState] = field(default_factory=dict)
     changes: tuple[DocumentChange, ...] = ()
+    recovered: tuple[DocumentChange, ...] = ()
     embedded: int = 0
     estimate: _ChunkEstimate = field(default_factory=lambda: _ChunkEstimate(0))
     # What this run changed, for the change record readers patch their snapshots from.
@@ -115,6 +130,7 @@ def ingest(
     rebuild: bool = False,
     wait: bool = False,
     progress: Progress | None = None,
+    budget: ParseBudget | None = None,
 ) -> IngestReport:
     """Bring the index in line with the documents under ``roots``.
 
@@ -131,6 +147,8 @@ def ingest(
             as each file is parsed, and (when writing) ``chunks`` as chunks are
             embedded and written, its total an estimate from the bytes parsed so far
             until the last document is parsed.
+        budget: The time and memory each file's parse may use (in a helper
+            process); a file over it is a problem, and the run goes on.
 
     Returns:
         What was (or, for a dry run, would be) done.
@@ -143,7 +161,7 @@ def ingest(
     index = ChromaIndex(
         settings.store, embedder_identity=embedder.identity, dimension=embedder.dimension
     )
-    run = _Run(settings, embedder, index, progress or _no_progress)
+    run = _Run(settings, embedder, index, progress or _no_progress, sandbox=shared_sandbox(budget))
     resolved = [root.resolve() for root in roots]
     if dry_run:
         return _execute(run, resolved, dry_run=True, prune=prune, strict=strict)
@@ -184,6 +202,8 @@ def _execute(
             return _report(run, plan, stored, dry_run=True, planned_chunks=planned)
         run.oversize = 0
         run.skipped.clear()  # the write pass below parses (and skips) them again
+    if _keeps_changes(run):  # what a run killed after its commit did not list
+        run.recovered = tuple(recover_pending(run.settings.store.path))
     if plan.to_process or plan.removed:
         run.index.begin_write()
     elif not run.index.exists():
@@ -196,6 +216,7 @@ def _execute(
     _remove(run, plan)
     _remove_skipped(run, stored_ids)
     if plan.to_process or plan.removed:
+        _note_pending(run, plan, stored_ids)
         run.index.commit(documents=run.documents, upserted=run.upserted, deleted=run.deleted_ids)
     else:
         run.index.republish()
@@ -203,20 +224,39 @@ def _execute(
     return _report(run, plan, stored, dry_run=False, planned_chunks=0)
 
 
-def _record_changes(run: _Run, plan: IngestPlan, stored_ids: dict[str, frozenset[str]]) -> None:
-    if run.settings.store.is_remote and not run.settings.store.path.is_dir():
-        return  # a Chroma server and no local index directory to keep the list in
+def _keeps_changes(run: _Run) -> bool:
+    # A Chroma server and no local index directory: there is no change list to keep.
+    return not (run.settings.store.is_remote and not run.settings.store.path.is_dir())
+
+
+def _removed(run: _Run, plan: IngestPlan, stored_ids: dict[str, frozenset[str]]) -> list[str]:
     removed = [d.source for d in plan.removed]
-    removed += [s.source for s in run.skipped if stored_ids.get(s.source)]
-    run.changes = tuple(
-        record_changes(
+    return removed + [s.source for s in run.skipped if stored_ids.get(s.source)]
+
+
+def _note_pending(run: _Run, plan: IngestPlan, stored_ids: dict[str, frozenset[str]]) -> None:
+    """Before the commit, note what it lists: a kill after it loses nothing (D11)."""
+    if _keeps_changes(run):
+        write_pending(
             run.settings.store.path,
             run.sections,
             added=[c.source for c in plan.added],
-            removed=removed,
+            removed=_removed(run, plan, stored_ids),
             time=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         )
+
+
+def _record_changes(run: _Run, plan: IngestPlan, stored_ids: dict[str, frozenset[str]]) -> None:
+    if not _keeps_changes(run):
+        return
+    listed = record_changes(
+        run.settings.store.path,
+        run.sections,
+        added=[c.source for c in plan.added],
+        removed=_removed(run, plan, stored_ids),
+        time=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     )
+    run.changes = (*run.recovered, *listed)
 
 
 def _signature(run: _Run, rule_audience: tuple[str, ...] | None = None) -> str:
@@ -240,9 +280,11 @@ def _signature(run: _Run, rule_audience: tuple[str, ...] | None = None) -> str:
 
 def _rules_of(roots: Sequence[Path]) -> dict[Path, AccessRules | AccessRuleError]:
     rules: dict[Path, AccessRules | AccessRuleError] = {}
-    for root in roots:
+    for given in roots:
+        # Keyed by the folder `discover` names as the root (a single file's folder).
+        root = given if given.is_dir() else given.parent
         try:
-            rules[root] = read_rules(root)
+            rules[root] = read_rules(given)
         except AccessRuleError as exc:
             logger.error("%s", exc)
             rules[root] = exc
@@ -254,6 +296,7 @@ def _scan(roots: Sequence[Path], *, run: _Run) -> tuple[list[Candidate], list[Pr
     problems: list[Problem] = []
     owner: dict[str, Path] = {}
     rules = _rules_of(roots)
+    singles = {root for root in roots if root.is_file()}
     for root, path in discover(roots):
         source = path.relative_to(root).as_posix()
         if source in owner and owner[source] != root:
@@ -264,6 +307,10 @@ def _scan(roots: Sequence[Path], *, run: _Run) -> tuple[list[Candidate], list[Pr
         if isinstance(governing, AccessRuleError):
             # Fail closed: without its audience a document is not written at all.
             problems.append(Problem(source, f"access rules {governing}; not ingested"))
+            continue
+        ignored = unapplied_access_file(root, path, single=path in singles)
+        if ignored is not None:
+            problems.append(Problem(source, _UNAPPLIED.format(file=ignored)))
             continue
         audience = governing.audience_of(source)
         try:
@@ -277,7 +324,25 @@ def _scan(roots: Sequence[Path], *, run: _Run) -> tuple[list[Candidate], list[Pr
             problems.append(Problem(source, f"cannot read file: {exc.strerror or exc}"))
             continue
         candidates.append(Candidate(root, path, source, key, audience))
+    _warn_unused(rules, candidates)
     return candidates, problems
+
+
+_UNAPPLIED = (
+    "access rules {file} are not applied to this document (only the .access file of the "
+    "folder given to the ingest is read); not ingested: move the rules there, or ingest "
+    "that folder"
+)
+
+
+def _warn_unused(
+    rules: Mapping[Path, AccessRules | AccessRuleError], candidates: Sequence[Candidate]
+) -> None:
+    for root, governing in rules.items():
+        if isinstance(governing, AccessRules):
+            sources = [c.source for c in candidates if c.root == root]
+            for message in governing.unused(sources):
+                logger.warning("%s (it protects nothing)", message)
 
 
 @dataclass(frozen=True, slots=True)
@@ -364,7 +429,7 @@ def _parse_one(
     path, root, source = candidate.path, candidate.root, candidate.source
     try:
         data = read_file(path, root=root, source=source)
-        document = load_document(path, root=root, source=source, data=data)
+        document = load_document(path, root=root, source=source, data=data, sandbox=run.sandbox)
     except EmptyDocumentError as exc:
         logger.info("skipping %s: %s", candidate.source, exc.reason)
         run.skipped.append(Problem(candidate.source, exc.reason))

@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from assistant.errors import StoreError
 from assistant.index.reader import IndexReader
 from assistant.retrieval.view import SearchView
 from assistant.types import IndexSnapshot
@@ -32,6 +33,12 @@ __all__ = ["FreshViews"]
 logger = logging.getLogger(__name__)
 
 _RETRY_S = 1.0
+# On an index this small, loading the changed rows takes well under a second: a
+# question waits up to `FRESH_WAIT_S` for them rather than miss a document an
+# ingest has just granted to the asker (round three, finding D29).
+SMALL_INDEX_CHUNKS = 20_000
+FRESH_WAIT_S = 3.0
+_WARN_EVERY_S = 60.0
 
 
 class FreshViews:
@@ -50,16 +57,41 @@ class FreshViews:
         self._published = threading.Condition(self._lock)
         self._worker: threading.Thread | None = None
         self._retry_at = 0.0
+        self._warned_at = -_WARN_EVERY_S
 
     def current(self) -> SearchView:
         """Return the view a question should use now (cheap unless nothing can be masked).
+
+        On a small index a question waits (at most `FRESH_WAIT_S`) for the changed
+        rows, so the first question after an ingest sees them.
 
         Raises:
             IndexNotFoundError: There is no index yet.
             IndexMismatchError: The index was built with another embedding model.
         """
-        generation = self._reader.generation()
+        view = self._latest()
+        if not view.pending or len(view.snapshot.chunks) > SMALL_INDEX_CHUNKS:
+            return view
+        deadline = time.monotonic() + FRESH_WAIT_S
+        with self._published:
+            while self._view is not None and self._view.pending and self._worker is not None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self._published.wait(timeout=min(remaining, 0.05))
+            return self._view or view
+
+    def _latest(self) -> SearchView:
         view = self._view
+        try:
+            generation = self._reader.generation()
+        except StoreError as exc:
+            if view is None:
+                raise
+            # The store is unreachable (a Chroma server down or restarting): answer from
+            # the view in memory, as docs/hardening.md promises (finding D12).
+            self._warn_unreachable(exc)
+            return view
         if view is not None and view.generation == generation:
             if view.pending:
                 self._ensure_worker()
@@ -73,6 +105,12 @@ class FreshViews:
             self._ensure_worker()
         return view
 
+    def _warn_unreachable(self, exc: StoreError) -> None:
+        now = time.monotonic()
+        if now >= self._warned_at + _WARN_EVERY_S:
+            self._warned_at = now
+            logger.warning("the index store is unreachable; answering from memory: %s", exc)
+
     def wait(self, timeout: float) -> bool:
         """Wait until the view holds every row of the committed generation; False on timeout."""
         deadline = time.monotonic() + timeout
@@ -80,7 +118,7 @@ class FreshViews:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return False
-            self.current()
+            self._latest()
             with self._published:
                 self._published.wait(timeout=min(remaining, 0.05))
         return True

@@ -123,9 +123,9 @@ def _chunk_name(chunk: Chunk, snapshot: IndexSnapshot) -> str:
     return f"{title} > {section}" if section else title
 
 
-def _status(settings: Settings, snapshot: Callable[[], IndexSnapshot]) -> str:
+def _status(settings: Settings, snapshot: Callable[[], IndexSnapshot], user: User) -> str:
     try:
-        status = corpus_status(snapshot(), settings)
+        status = corpus_status(snapshot(), settings, user)
     except AssistantError:
         status = None
     return header_markdown(status, answer_mode(settings))
@@ -194,7 +194,10 @@ def build_app(
     changes = ChangeFeed(settings.store.path, days=settings.audit.changes_days)
     last = _LastSnapshot(retriever.snapshot)
     viewer = DocumentViewer(
-        roots=doc_roots, blocked=[settings.store.path], catalog=last.readable_roots
+        roots=doc_roots,
+        blocked=[settings.store.path],
+        catalog=last.readable_roots,
+        default_audience=settings.store.default_audience,
     )
     demo = build_demo(
         service,
@@ -204,7 +207,7 @@ def build_app(
         audit=audit,
         changes=changes,
         examples=_examples(settings, retriever.snapshot, retriever, directory),
-        status=lambda: _status(settings, retriever.snapshot),
+        status=lambda user: _status(settings, retriever.snapshot, user),
         names=chunk_names(retriever.snapshot),
     )
     return WebApp(demo=demo, viewer=viewer, settings=settings, directory=directory)

@@ -12,10 +12,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from assistant.index.changes import changes_path, read_changes
-from assistant.types import HEADING_SEPARATOR, DocumentChange, Hit
+from assistant.types import HEADING_SEPARATOR, DocumentChange, Hit, User
 from assistant.web.format import escape_markdown
 
-__all__ = ["ChangeFeed", "recent_changes_markdown"]
+__all__ = ["ChangeFeed", "recent_changes_markdown", "visible_changes"]
 
 MAX_PANEL_ENTRIES = 20
 Today = Callable[[], dt.date]
@@ -64,6 +64,24 @@ class ChangeFeed:
             if path in change.sections_edited or path in change.sections_added:
                 date = max(date, change.time[:10])
         return date
+
+
+def visible_changes(
+    changes: Sequence[DocumentChange], *, readable: set[str], user: User
+) -> list[DocumentChange]:
+    """Return the changes ``user`` may see in the panel.
+
+    A change is listed only if the user can read its document now (``readable``)
+    and could read it before and after that change: section names from a
+    restricted era stay restricted once the document is published (round three,
+    finding D8). Administrators also see removals.
+    """
+    return [
+        c
+        for c in changes
+        if (c.source in readable and c.readable_by(user))
+        or (user.is_admin and c.change == "removed")
+    ]
 
 
 def recent_changes_markdown(changes: Sequence[DocumentChange], *, days: int) -> str:

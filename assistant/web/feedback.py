@@ -10,6 +10,8 @@ traced back to that id by `record_id_at`.
 from __future__ import annotations
 
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
@@ -19,11 +21,19 @@ from assistant.protocols import AnswerStream
 from assistant.types import ANONYMOUS, Answer, Feedback, SearchFilters, User
 from assistant.words import valid_unicode
 
-__all__ = ["MAX_FEEDBACK_CHARS", "RECORD_PREFIX", "ChatAudit", "record_id_at", "user_named"]
+__all__ = [
+    "MAX_FEEDBACK_CHARS",
+    "RECORD_PREFIX",
+    "ChatAudit",
+    "owner_of",
+    "record_id_at",
+    "user_named",
+]
 
 logger = logging.getLogger(__name__)
 
 MAX_FEEDBACK_CHARS = 2000
+MAX_OWNED = 100_000  # answers whose owner is remembered (oldest forgotten first)
 THANKS_UP = "Thanks: noted as a good answer."
 THANKS_DOWN = "Thanks: noted. Tell us what was wrong (optional)."
 THANKS_REASON = "Thanks: your feedback is stored with this answer."
@@ -47,6 +57,14 @@ class ChatAudit:
     def __init__(self, log: AuditLog, *, doc_meta: DocLookup | None = None) -> None:
         self.log = log
         self._doc_meta = doc_meta
+        # Who may rate each answer this process recorded (see `owner_of`): the page
+        # sends the history, so a record id on it proves nothing (finding D7).
+        self._owners: OrderedDict[str, str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _owns(self, record_id: str, owner: str) -> bool:
+        with self._lock:
+            return bool(record_id) and self._owners.get(record_id) == owner
 
     def answered(
         self,
@@ -58,9 +76,13 @@ class ChatAudit:
         filters: SearchFilters,
         user: User,
         timings_s: Mapping[str, float],
+        owner: str = "",
     ) -> str:
-        """Queue the record of a finished answer; return its id ("" if it could not be made)."""
-        return record_answer(
+        """Queue the record of a finished answer; return its id ("" if it could not be made).
+
+        ``owner`` (`owner_of` the asker) is the only one who may rate it later.
+        """
+        record_id = record_answer(
             self.log,
             stream,
             answer,
@@ -71,16 +93,24 @@ class ChatAudit:
             timings_ms={f"ui {k}": s * 1000 for k, s in timings_s.items()},
             doc_meta=self._doc_meta,
         )
+        if record_id:
+            with self._lock:
+                self._owners[record_id] = owner
+                while len(self._owners) > MAX_OWNED:
+                    self._owners.popitem(last=False)
+        return record_id
 
-    def rate(self, history: object, index: object, liked: object, *, user: User) -> tuple[str, str]:
+    def rate(
+        self, history: object, index: object, liked: object, *, user: User, owner: str = ""
+    ) -> tuple[str, str]:
         """Store a thumb on the message at ``index``; return ``(record id, message)``.
 
         ``liked`` is Gradio's: True, False, or the text of another feedback option
         (stored as a thumbs down with that reason). The record id is "" when the
-        message belongs to no recorded answer.
+        message belongs to no answer this process recorded for ``owner``.
         """
         record_id = record_id_at(history, index)
-        if not record_id:
+        if not self._owns(record_id, owner):
             return "", NO_RECORD
         rating: Literal["up", "down"]
         if liked is True:
@@ -88,16 +118,18 @@ class ChatAudit:
         elif liked is False:
             rating, reason = "down", ""
         elif liked in ("", None):  # Gradio sends "" when a thumb is clicked off again
-            self.log.withdraw(record_id)
+            self.log.withdraw(record_id, user=user.name)
             return "", WITHDRAWN
         else:
             rating, reason = "down", _clean(str(liked))
         self.log.feedback(Feedback(record_id, utc_now(), user.name, rating, reason=reason))
         return record_id, THANKS_UP if rating == "up" else THANKS_DOWN
 
-    def explain(self, record_id: str, reason: str, correction: str, *, user: User) -> str:
+    def explain(
+        self, record_id: str, reason: str, correction: str, *, user: User, owner: str = ""
+    ) -> str:
         """Store the reason and the right answer given after a thumbs down."""
-        if not record_id:
+        if not self._owns(record_id, owner):
             return NO_RECORD
         self.log.feedback(
             Feedback(
@@ -110,6 +142,13 @@ class ChatAudit:
             )
         )
         return THANKS_REASON
+
+
+def owner_of(user: User, session: str | None) -> str:
+    """Return who may rate an answer: the logged-in user, or (anonymous) the session."""
+    if user.name and user != ANONYMOUS:
+        return f"user:{user.name}"
+    return f"session:{session}" if session else "session:?"
 
 
 def _clean(text: object) -> str:

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 from assistant.config import Settings
 from assistant.index.files import generation_path
-from assistant.types import IndexSnapshot
+from assistant.types import IndexSnapshot, User
 
 __all__ = ["CorpusStatus", "answer_mode", "corpus_status", "header_markdown"]
 
@@ -37,12 +37,28 @@ def answer_mode(settings: Settings) -> str:
     return OFFLINE_MODE
 
 
-def corpus_status(snapshot: IndexSnapshot, settings: Settings) -> CorpusStatus:
-    """Return the document and chunk counts and when the last ingest committed (UTC)."""
+def corpus_status(
+    snapshot: IndexSnapshot, settings: Settings, user: User | None = None
+) -> CorpusStatus:
+    """Return what ``user`` may read (None: everything) and when the last ingest committed.
+
+    Counts of documents and chunks a user may not read, and the time of an ingest
+    that may have changed only those, would tell outsiders that restricted material
+    exists, how big it is and when it changes (round three, finding D20): the time is
+    shown only to a user who reads every document.
+    """
+    readable = {
+        source
+        for source, meta in snapshot.docs.items()
+        if user is None or user.may_read(meta.audience)
+    }
+    everything = len(readable) == len(snapshot.docs)
     return CorpusStatus(
-        documents=len(snapshot.docs),
-        chunks=len(snapshot.chunks),
-        ingested=_last_ingest(settings),
+        documents=len(readable),
+        chunks=len(snapshot.chunks)
+        if everything
+        else sum(c.source in readable for c in snapshot.chunks),
+        ingested=_last_ingest(settings) if everything else "",
     )
 
 

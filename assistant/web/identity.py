@@ -16,5 +16,5 @@ def user_of(request: gr.Request | None, directory: Directory | None) -> User:
         return ANONYMOUS
     client = request.client.host if request.client is not None else None
     return directory.resolve(
-        login=request.username, client=client, headers=dict(request.headers.items())
+        login=request.username, client=client, headers=list(request.headers.items())
     )

@@ -95,12 +95,15 @@ JS = """
     copyRow(row);
   }, true);
   // Say what New chat does before it is clicked (a line under the header says it after).
-  const hint = setInterval(() => {
+  // Set at once and again whenever Gradio (re)mounts the button: a mutation observer
+  // runs before any other task, so no reader ever sees the button without its hint
+  // (a 200 ms poll left a window in which the restored chat showed and it had none).
+  const HINT = "Start a new conversation; this one stays under Previous conversations";
+  function hint() {
     const button = document.getElementById("new-chat");
-    if (!button) return;
-    button.title = "Start a new conversation; this one stays under Previous conversations";
-    clearInterval(hint);
-  }, 200);
-  setTimeout(() => clearInterval(hint), 20000);
+    if (button && button.title !== HINT) button.title = HINT;
+  }
+  hint();
+  new MutationObserver(hint).observe(document.body, { childList: true, subtree: true });
 }
 """

@@ -18,19 +18,22 @@ import gradio as gr
 
 from assistant.config import Settings
 from assistant.protocols import ChatService
+from assistant.types import User
 from assistant.users import Directory, load_directory
 from assistant.web.changes import ChangeFeed
 from assistant.web.conversations_ui import ConversationControls, wire_conversations, wire_stop
 from assistant.web.feedback import ChatAudit
+from assistant.web.identity import user_of
 from assistant.web.layout import CSS, JS
 from assistant.web.panels import (
     FEEDBACK_OPTIONS,
     conversation_tools,
+    export_base,
     filter_boxes,
     refresh_filters,
     wire_filters,
 )
-from assistant.web.routes import app_kwargs
+from assistant.web.routes import app_kwargs, socket_peer_only
 from assistant.web.trace import ChunkNames
 from assistant.web.turn import Catalog, make_responder
 from assistant.web.viewer import DocumentViewer
@@ -61,7 +64,7 @@ def build_demo(
     tags: Sequence[str] = (),
     examples: Sequence[str] = EXAMPLES,
     catalog: Catalog | None = None,
-    status: Callable[[], str] | None = None,
+    status: Callable[[User], str] | None = None,
     names: ChunkNames | None = None,
     directory: Directory | None = None,
     audit: ChatAudit | None = None,
@@ -77,7 +80,8 @@ def build_demo(
         examples: Example questions shown on the empty chat.
         catalog: Returns the current ``(sources, tags)`` a user may read; called on
             every page load, so documents ingested after start-up appear in the filters.
-        status: Returns the header line (corpus and answer mode); called on every load.
+        status: Returns the header line (corpus and answer mode) as a user sees it;
+            called on every load (the page config, everyone's, holds none).
         names: Returns "Title > Section" for a chunk id, for the trace.
         directory: Who may log in and which groups they are in (None: anonymous).
         audit: Records answers and the thumbs on them; None shows no feedback panel.
@@ -99,18 +103,23 @@ def build_demo(
     boxes = filter_boxes(settings.retrieval.top_k)
     demo = gr.Blocks(title=TITLE, analytics_enabled=False, fill_height=True)
     with demo:
-        header, status_line = _header(status)
+        header, status_line = _header()
         chat = _chat(respond, boxes, examples, concurrency=settings.ui.concurrency)
         wire_filters(chat, boxes[0], boxes[1])
         wire_conversations(demo, chat, header, (boxes[0], boxes[1]), directory)
         wire_stop(chat)
         conversation_tools(
-            chat.chatbot, audit=audit, changes=changes, catalog=current, directory=directory
+            chat.chatbot,
+            audit=audit,
+            changes=changes,
+            catalog=current,
+            directory=directory,
+            base_url=export_base(settings),
         )
         private: Any = {"api_visibility": "private", "queue": False}
         demo.load(refresh_filters(current, directory), outputs=[boxes[0], boxes[1]], **private)
         if status is not None:
-            demo.load(status, outputs=[status_line], **private)
+            demo.load(_status_of(status, directory), outputs=[status_line], **private)
     return demo
 
 
@@ -145,7 +154,16 @@ def _chat(
     )
 
 
-def _header(status: Callable[[], str] | None) -> tuple[ConversationControls, gr.Markdown]:
+def _status_of(
+    status: Callable[[User], str], directory: Directory | None
+) -> Callable[[gr.Request], str]:
+    def line(request: gr.Request) -> str:
+        return status(user_of(request, directory))
+
+    return line
+
+
+def _header() -> tuple[ConversationControls, gr.Markdown]:
     """Render the title (once), the kept conversations, "New chat" and the corpus / mode line."""
     with gr.Row(elem_id="chat-header", equal_height=True):
         gr.Markdown(f"# {TITLE}")
@@ -161,7 +179,7 @@ def _header(status: Callable[[], str] | None) -> tuple[ConversationControls, gr.
             min_width=260,
         )
         new_chat = gr.Button("New chat", elem_id="new-chat", size="sm", scale=0)
-    line = gr.Markdown(status() if status else "", elem_id="chat-status")
+    line = gr.Markdown("", elem_id="chat-status")  # filled per user on load
     note = gr.Markdown("", elem_id="chat-kept", visible=False)
     return ConversationControls(new_chat=new_chat, previous=previous, note=note), line
 
@@ -203,18 +221,19 @@ def launch(
             None, auth_pairs=settings.ui.auth, trusted_proxies=settings.ui.trusted_proxies
         )
     auth = directory.authenticate if directory.has_logins else None
-    _, local_url, _ = demo.launch(
-        server_name=settings.ui.host,
-        server_port=settings.ui.port,
-        auth=auth,
-        share=share,
-        prevent_thread_lock=True,
-        quiet=True,
-        show_error=False,
-        footer_links=["api"],
-        theme=theme(),
-        css=CSS,
-        js=JS,
-        app_kwargs=app_kwargs(viewer, directory),
-    )
+    with socket_peer_only():  # proxy trust is decided by the socket peer (finding D1)
+        _, local_url, _ = demo.launch(
+            server_name=settings.ui.host,
+            server_port=settings.ui.port,
+            auth=auth,
+            share=share,
+            prevent_thread_lock=True,
+            quiet=True,
+            show_error=False,
+            footer_links=["api"],
+            theme=theme(),
+            css=CSS,
+            js=JS,
+            app_kwargs=app_kwargs(viewer, directory),
+        )
     return str(local_url)

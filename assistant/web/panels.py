@@ -11,11 +11,12 @@ from typing import Any
 
 import gradio as gr
 
+from assistant.config import Settings
 from assistant.errors import AssistantError
 from assistant.users import Directory
 from assistant.web.answer_view import filters_label
-from assistant.web.changes import ChangeFeed, recent_changes_markdown
-from assistant.web.feedback import ChatAudit
+from assistant.web.changes import ChangeFeed, recent_changes_markdown, visible_changes
+from assistant.web.feedback import ChatAudit, owner_of
 from assistant.web.identity import user_of
 from assistant.web.turn import Catalog, as_list
 
@@ -119,14 +120,22 @@ def conversation_tools(
     changes: ChangeFeed | None,
     catalog: Catalog,
     directory: Directory | None,
+    base_url: str = "/",
 ) -> None:
-    """Add the feedback panel, the export buttons and the recent changes panel."""
+    """Add the feedback panel, the export buttons and the recent changes panel.
+
+    ``base_url`` is where exported "open section" links point (`export_base`).
+    """
     if audit is not None:
         _feedback_panel(chatbot, audit, directory)
     with gr.Row():
         export = gr.Button("Export conversation (Markdown and HTML)", size="sm")
     files = gr.File(label="Conversation", file_count="multiple", visible=False, interactive=False)
-    export.click(_export, inputs=[chatbot], outputs=[files], api_visibility="private")
+
+    def export_conversation(history: list[dict[str, Any]]) -> Any:
+        return _export(history, base_url)
+
+    export.click(export_conversation, inputs=[chatbot], outputs=[files], api_visibility="private")
     if changes is not None:
         _changes_panel(changes, catalog, directory)
 
@@ -143,11 +152,7 @@ def _changes_panel(changes: ChangeFeed, catalog: Catalog, directory: Directory |
             readable = {source for source, _ in catalog(user)[0]}
         except AssistantError:
             readable = set()
-        shown = [
-            c
-            for c in changes.recent()
-            if c.source in readable or (user.is_admin and c.change == "removed")
-        ]
+        shown = visible_changes(changes.recent(), readable=readable, user=user)
         return recent_changes_markdown(shown, days=changes.days)
 
     # Read again on opening: an ingest may have run since the page loaded.
@@ -172,7 +177,8 @@ def _feedback_panel(chatbot: gr.Chatbot, audit: ChatAudit, directory: Directory 
         history: list[dict[str, Any]], data: gr.LikeData, request: gr.Request
     ) -> tuple[Any, ...]:
         user = user_of(request, directory)
-        record_id, message = audit.rate(history, data.index, data.liked, user=user)
+        owner = owner_of(user, request.session_hash)
+        record_id, message = audit.rate(history, data.index, data.liked, user=user, owner=owner)
         down = bool(record_id) and data.liked is not True
         flagged = data.liked if isinstance(data.liked, str) else ""
         note = gr.update(value=message, visible=True)
@@ -180,7 +186,8 @@ def _feedback_panel(chatbot: gr.Chatbot, audit: ChatAudit, directory: Directory 
 
     def explain(record_id: str, why_text: str, right: str, request: gr.Request) -> tuple[Any, ...]:
         user = user_of(request, directory)
-        message = audit.explain(record_id, why_text, right, user=user)
+        owner = owner_of(user, request.session_hash)
+        message = audit.explain(record_id, why_text, right, user=user, owner=owner)
         return gr.update(visible=False), gr.update(value=message, visible=True)
 
     chatbot.like(
@@ -199,11 +206,23 @@ def _feedback_panel(chatbot: gr.Chatbot, audit: ChatAudit, directory: Directory 
     )
 
 
-def _export(history: list[dict[str, Any]], request: gr.Request) -> Any:
+def export_base(settings: Settings) -> str:
+    """Return the base of exported links: ``ASSISTANT_PUBLIC_URL``, else the UI's own address.
+
+    Never the request's ``Host`` header: behind a proxy that does not forward it the
+    links would be dead, and a client choosing it would choose where they point (D25).
+    """
+    if settings.api.public_url:
+        return settings.api.public_url.rstrip("/") + "/"
+    host = settings.ui.host if settings.ui.host not in ("", "0.0.0.0", "::") else "127.0.0.1"
+    if ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{settings.ui.port}/"
+
+
+def _export(history: list[dict[str, Any]], base: str) -> Any:
     from assistant.web.history import conversation_html, conversation_markdown
 
-    starlette_request = getattr(request, "request", None)
-    base = str(starlette_request.base_url) if starlette_request is not None else "/"
     title = f"Policy assistant conversation, {time.strftime('%Y-%m-%d %H:%M')}"
     folder = Path(tempfile.mkdtemp(prefix="conversation-"))
     markdown = folder / "conversation.md"

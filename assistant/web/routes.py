@@ -8,7 +8,11 @@ is configured and takes the API schema out of the pages it serves them.
 
 from __future__ import annotations
 
+import os
 import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from fastapi import Request
@@ -21,7 +25,33 @@ from assistant.types import User
 from assistant.users import Directory
 from assistant.web.viewer import SECURITY_HEADERS, DocumentViewer
 
-__all__ = ["LoginGuard", "app_kwargs", "request_user"]
+__all__ = ["LoginGuard", "app_kwargs", "request_user", "socket_peer_only"]
+
+# uvicorn trusts X-Forwarded-For from the addresses in this variable (127.0.0.1 and
+# ::1 by default) and then reports the header's address as the client. Gradio builds
+# its uvicorn server with no way to say otherwise, so `socket_peer_only` empties it
+# while that server is created (finding D1 of round three).
+_FORWARDED_ALLOW_IPS = "FORWARDED_ALLOW_IPS"
+_ENVIRONMENT = threading.Lock()
+
+
+@contextmanager
+def socket_peer_only() -> Iterator[None]:
+    """Within this block, a uvicorn server created keeps the socket peer as the client.
+
+    Trusted-proxy identity (`assistant.users.Directory.resolve`) must compare the
+    socket peer, never an address a client wrote into ``X-Forwarded-For``.
+    """
+    with _ENVIRONMENT:
+        saved = os.environ.get(_FORWARDED_ALLOW_IPS)
+        os.environ[_FORWARDED_ALLOW_IPS] = ""
+        try:
+            yield
+        finally:
+            if saved is None:
+                os.environ.pop(_FORWARDED_ALLOW_IPS, None)
+            else:
+                os.environ[_FORWARDED_ALLOW_IPS] = saved
 
 
 def app_kwargs(viewer: DocumentViewer, directory: Directory | None = None) -> dict[str, Any]:
@@ -54,7 +84,7 @@ def request_user(request: Request, directory: Directory) -> User:
     """Return who sent ``request``: its login, or a trusted proxy's identity headers."""
     client = request.client.host if request.client is not None else None
     return directory.resolve(
-        login=_login(request), client=client, headers=dict(request.headers.items())
+        login=_login(request), client=client, headers=list(request.headers.items())
     )
 
 

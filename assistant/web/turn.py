@@ -19,13 +19,13 @@ import gradio as gr
 
 from assistant.answering.service import shown_text
 from assistant.config import Settings
-from assistant.errors import AssistantError, IndexNotFoundError
+from assistant.errors import AssistantError, IndexNotFoundError, StoreError
 from assistant.protocols import AnswerStream, ChatService
 from assistant.types import ANONYMOUS, Answer, SearchFilters, Turn, User
 from assistant.users import Directory
 from assistant.web.answer_view import filter_note, filter_words
 from assistant.web.changes import ChangeFeed
-from assistant.web.feedback import RECORD_PREFIX, ChatAudit
+from assistant.web.feedback import RECORD_PREFIX, ChatAudit, owner_of
 from assistant.web.format import escape_markdown, history_to_turns, trace_markdown
 from assistant.web.identity import user_of
 from assistant.web.messages import (
@@ -89,6 +89,7 @@ class _Shown:
     audit: ChatAudit | None = None
     changes: ChangeFeed | None = None
     user: User = field(default=ANONYMOUS)
+    owner: str = ""
 
 
 def make_responder(
@@ -140,6 +141,7 @@ def make_responder(
         shown = _Shown(filters=filter_words(filters, titles), names=names)
         shown.no_match_note = filter_note(filters, titles)
         shown.audit, shown.changes, shown.user = audit, changes, user
+        shown.owner = owner_of(user, getattr(request, "session_hash", None))
         top_k = _clamp_k(k, default=settings.retrieval.top_k)
         turns = history_to_turns(history)
         yield from _answer(service, question, turns, k=top_k, filters=filters, shown=shown)
@@ -308,6 +310,7 @@ def _record(
         filters=filters or SearchFilters(),
         user=shown.user,
         timings_s=timings,
+        owner=shown.owner,
     )
     if record_id:
         message.metadata = {"id": RECORD_PREFIX + record_id}
@@ -320,6 +323,14 @@ def _pending(stream: AnswerStream, question: str) -> list[gr.ChatMessage]:
     return pending_sources(Answer(question, "", result.hits, citations=()))
 
 
+STORE_DOWN_REASON = (
+    "the document index cannot be reached right now. Try again in a minute; "
+    "if it persists, tell the administrator (the server log has the details)."
+)
+
+
 def _short(exc: AssistantError) -> str:
+    if isinstance(exc, StoreError):  # its message names the store's host or path (D12)
+        return STORE_DOWN_REASON
     text = str(exc).strip() or type(exc).__name__
     return text if len(text) <= 300 else text[:300] + "…"

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from assistant.documents.access import audience_now
 from assistant.documents.markdown import render_html
 from assistant.errors import AssistantError, DocumentError
 from assistant.types import ANONYMOUS, Document, Section, User
@@ -68,8 +69,11 @@ class ViewerPage:
 
 def _load_with_documents(path: Path, root: Path, source: str) -> Document:
     from assistant.documents.loading import load_document
+    from assistant.documents.sandbox import shared_sandbox
 
-    return load_document(path, root=root, source=source)
+    # The ingest's time and memory budget: a hostile file is a 422 page, never a 500
+    # or a server out of memory (issue 28, D13 and D14).
+    return load_document(path, root=root, source=source, sandbox=shared_sandbox())
 
 
 class DocumentViewer:
@@ -82,6 +86,7 @@ class DocumentViewer:
         blocked: Sequence[Path] = (),
         loader: Loader = _load_with_documents,
         catalog: SourceCatalog | None = None,
+        default_audience: tuple[str, ...] = (),
     ) -> None:
         """Create a viewer.
 
@@ -93,11 +98,14 @@ class DocumentViewer:
                 root it was ingested from; when given, only those sources are shown.
                 When it raises `AssistantError` (no index was ever loaded) nothing
                 is shown: the roots never stand in for the catalog (finding D8).
+            default_audience: The index's default audience (``ASSISTANT_DEFAULT_AUDIENCE``),
+                for the audience of a file as it is now (see `page`).
         """
         self._roots = tuple(root.resolve() for root in roots)
         self._blocked = tuple(path.resolve() for path in blocked)
         self._loader = loader
         self._catalog = catalog
+        self._default_audience = default_audience
 
     def page(self, path: str, *, user: User = ANONYMOUS, passage: str = "") -> ViewerPage:
         """Return the page for a request path such as ``hr/leave.md``, as ``user`` sees it.
@@ -105,6 +113,11 @@ class DocumentViewer:
         Unsafe, unknown and forbidden paths give the same 404 page, which does not
         reveal why, and files the loader rejects give a 422 page naming the problem.
         A ``passage`` (the cited text) is highlighted where it occurs, with the id ``cited``.
+
+        The file is read as it is now, which may be newer than the indexed version
+        (an ingest not run yet, or one that refused the new version): with a catalog,
+        ``user`` must also be in the audience of these bytes (front matter, the access
+        file now, the default), else the same 404 (round three, finding D2).
         """
         found = self._resolve(path, user)
         if found is None:
@@ -118,7 +131,25 @@ class DocumentViewer:
             logger.warning("viewer cannot load %s: %s", source, exc.reason)
             body = f"<h1>Cannot show document</h1><p>{html.escape(str(exc))}</p>"
             return ViewerPage(422, _page("Cannot show document", body))
+        if self._catalog is not None and not self._may_read_now(document, file, root, user):
+            logger.info("viewer refused %r: not readable by the user as it is now", source)
+            body = "<h1>Not found</h1><p>No such indexed document.</p>"
+            return ViewerPage(404, _page("Not found", body))
         return ViewerPage(200, render_document(document, passage=passage[:MAX_PASSAGE]))
+
+    def _may_read_now(self, document: Document, file: Path, root: Path, user: User) -> bool:
+        try:
+            audience = audience_now(
+                document.meta.audience,
+                root=root,
+                path=file,
+                source=document.source,
+                default=self._default_audience,
+            )
+        except DocumentError as exc:
+            logger.warning("viewer cannot tell who may read %s: %s", document.source, exc.reason)
+            return False
+        return user.may_read(audience)
 
     def _readable(self, user: User) -> Mapping[str, str] | None:
         """Return the catalog for ``user`` (None: no catalog, the roots apply)."""

@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -322,7 +323,7 @@ def test_errors_are_openai_shaped(server: ApiServer, api_key: str) -> None:
     bad_json = httpx.post(
         server.url + "/v1/chat/completions",
         content=b"{not json",
-        headers={"Authorization": f"Bearer {api_key}"},
+        headers={"Authorization": f"Bearer {api_key}", "Content-Type": "application/json"},
     )
     _assert_error(bad_json, 400, "invalid_json")
     _assert_error(_post(server, {"messages": []}, api_key), 400, "invalid_messages")
@@ -530,3 +531,94 @@ def test_a_model_failing_mid_stream_ends_the_answer_with_a_note(
     assert "\n\n*" in text  # the model's error, as the chat shows it
     assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
     assert "sources" in chunks[-1]
+
+
+# -- bodies (issue 28: D15, D24) ------------------------------------------------------------
+
+
+def _raw_exchange(api: ApiServer, head: bytes, body: bytes = b"") -> tuple[int, bytes]:
+    """Send ``head`` (and ``body``) on a plain socket; return the status and the reply body."""
+    with socket.create_connection(("127.0.0.1", api.port), timeout=30) as conn:
+        conn.sendall(head + body)
+        reply = b""
+        while b"\r\n\r\n" not in reply or len(reply) < reply.index(b"\r\n\r\n") + 4 + _length(
+            reply
+        ):
+            data = conn.recv(65536)
+            if not data:
+                break
+            reply += data
+    status = int(reply.split(b" ", 2)[1])
+    return status, reply.split(b"\r\n\r\n", 1)[1]
+
+
+def _length(reply: bytes) -> int:
+    for line in reply.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            return int(line.split(b":", 1)[1])
+    return 0
+
+
+def test_a_body_declared_over_the_limit_is_refused_before_it_is_sent(
+    server: ApiServer, api_key: str
+) -> None:
+    """D15: a Content-Length of 256 MB gets 413 without the server waiting for the bytes."""
+    head = (
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"Authorization: Bearer {api_key}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {256 << 20}\r\nConnection: close\r\n\r\n"
+    ).encode()
+    status, body = _raw_exchange(server, head, b'{"messages": [')
+    assert status == 413
+    assert json.loads(body)["error"]["code"] == "request_too_large"
+
+
+def test_a_chunked_body_over_the_limit_is_cut_off_at_the_limit(
+    server: ApiServer, api_key: str
+) -> None:
+    """D15: no Content-Length (chunked): the server stops reading at the limit, 413."""
+    sent = [0]
+
+    def pieces() -> Iterator[bytes]:
+        yield b'{"padding": "'
+        for _ in range(64):  # 64 MiB, far past the limit
+            sent[0] += 1 << 20
+            yield b"x" * (1 << 20)
+        yield b'", "messages": [{"role": "user", "content": "annual leave"}]}'
+
+    try:
+        response = httpx.post(
+            server.url + "/v1/chat/completions",
+            content=pieces(),
+            headers={"Authorization": f"Bearer {api_key}"},
+            timeout=60,
+        )
+    except httpx.TransportError:  # the server may close before the client stops sending
+        response = None
+    if response is not None:
+        _assert_error(response, 413, "request_too_large")
+    ok = _post(server, {"messages": [{"role": "user", "content": QUESTION}]}, api_key)
+    assert ok.status_code == 200, ok.text
+
+
+def test_a_body_is_not_read_before_the_key_is_checked(server: ApiServer) -> None:
+    head = (
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"Content-Length: {1 << 20}\r\nConnection: close\r\n\r\n"
+    ).encode()
+    status, body = _raw_exchange(server, head)
+    assert status == 401
+    assert json.loads(body)["error"]["code"] == "missing_api_key"
+
+
+def test_deeply_nested_json_is_a_400_in_the_openai_shape(server: ApiServer, api_key: str) -> None:
+    """D24: ``[`` x 100,000 used to be a plain-text 500 (RecursionError)."""
+    nested = b"[" * 100_000 + b"]" * 100_000
+    response = httpx.post(
+        server.url + "/v1/chat/completions",
+        content=nested,
+        headers={"Authorization": f"Bearer {api_key}", "Content-Type": "application/json"},
+        timeout=60,
+    )
+    assert response.headers["content-type"].startswith("application/json")
+    _assert_error(response, 400, "invalid_json")

@@ -288,14 +288,14 @@ def test_feedback_export_eval_gives_loadable_candidate_questions(tmp_path: Path)
         Feedback(
             "r00001",
             "2026-11-30T09:01:00+00:00",
-            "a",
+            "amina",  # only the answer's own user may rate it (issue 27, D7)
             "down",
             reason="old rate",
             correction="12% per annum on a reducing balance",
         )
     )
-    log.feedback(Feedback("r00002", "2026-11-30T09:01:00+00:00", "a", "down", reason="vague"))
-    log.feedback(Feedback("r00003", "2026-11-30T09:01:00+00:00", "a", "up"))
+    log.feedback(Feedback("r00002", "2026-11-30T09:01:00+00:00", "amina", "down", reason="vague"))
+    log.feedback(Feedback("r00003", "2026-11-30T09:01:00+00:00", "amina", "up"))
     log.close()
     candidates = tmp_path / "candidates.jsonl"
     candidates.write_text(run_cli("feedback", "export", "--eval", env=env))

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from assistant.answering.safety import unescape_markdown
 from assistant.answering.service import build_assistant
 from assistant.config import Settings, StoreSettings
 from assistant.retrieval.factory import open_retriever
@@ -85,8 +86,24 @@ def test_json_answer_is_the_text_the_chat_shows(index: Path) -> None:
     # As the web app wires it: the offline answerer ranks with the index's embedder.
     service = build_assistant(settings, searcher=retriever, embedder=retriever.embedder)
     final = list(make_responder(service, settings=settings)(question, []))[-1]
-    assert line["answer"] == final[0].content
+    assert line["answer"] == unescape_markdown(str(final[0].content))
     assert "21 days of annual leave" in line["answer"]
+
+
+TABLE_ANSWER = "From [1]: emergency loans carry interest at 12% per annum [1]."
+
+
+def test_plain_text_outputs_carry_no_neutraliser_escapes(index: Path) -> None:
+    """Issue 28: ``From [2]:`` (a table header, say) printed as ``From [2]\\:`` in ``ask``."""
+    line = model_line(index, TABLE_ANSWER)
+    assert "\\" not in line["answer"], line["answer"]
+    assert "From [1]:" in line["answer"]
+    with FakeOpenAIServer(default=Reply(text=TABLE_ANSWER)) as server:
+        env = {"ASSISTANT_LLM_BASE_URL": server.base_url, "ASSISTANT_LLM_API_KEY": "test"}
+        ran = run_cli(["ask", "--index", str(index), "Emergency loan interest?"], env=env)
+    assert ran.code == 0, ran.err
+    assert "\\" not in ran.out, ran.out
+    assert "From [1]:" in ran.out
 
 
 def model_line(index: Path, text: str, **env: str) -> dict[str, Any]:

@@ -383,7 +383,7 @@ def test_special_files_do_not_hang_the_ingest(tmp_path: Path, kind: str) -> None
             env={**os.environ, "PYTHONPATH": str(ROOT)},
             capture_output=True,
             text=True,
-            timeout=8,
+            timeout=60,  # a hang never ends; a loaded 2-core box takes 15 s to start
         )
     except subprocess.TimeoutExpired:
         pytest.fail(f"ingest hung on a {kind}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from assistant.config import StoreSettings
+from assistant.index.changes import read_changes
 from assistant.index.chroma import ChromaIndex, forget_cached_clients
 from assistant.index.reader import IndexReader
 from tests.conftest import FakeEmbedder, run_python
@@ -125,3 +126,46 @@ def test_a_reader_after_a_crashed_ingest_serves_one_version_of_each_document(
     assert _ingest_child(docs, index, "normal") == 0  # the rerun repairs the store
     repaired = [c.text for c in _reader(index).snapshot().chunks if c.source == "expenses.md"]
     assert repaired == texts
+
+
+KILL_AT_COMMIT = """
+import os, signal, sys
+from dataclasses import replace
+from pathlib import Path
+from assistant.config import Settings, StoreSettings
+from assistant.index.chroma import ChromaIndex
+from assistant.index.ingest import ingest
+from tests.conftest import FakeEmbedder
+
+if sys.argv[3] == "kill":
+    # Every chunk is written; the commit (and the change list after it) never happens.
+    ChromaIndex.commit = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
+settings = replace(Settings(), store=StoreSettings(path=Path(sys.argv[2])))
+report = ingest([Path(sys.argv[1])], settings=settings, embedder=FakeEmbedder())
+print([(c.source, c.change, c.sections_added) for c in report.changes])
+"""
+
+
+def test_an_edit_whose_ingest_died_at_commit_still_reaches_the_change_list(
+    tmp_path: Path,
+) -> None:
+    """D11 (issue 28): the rerun found the new chunks stored and listed nothing, for good."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    leave = docs / "leave.md"
+    leave.write_text("# Leave Rules\n\n## Annual Leave\n\nStaff get 25 days.\n")
+    index = tmp_path / "idx"
+    assert run_python(KILL_AT_COMMIT, str(docs), str(index), "normal").returncode == 0
+    with leave.open("a") as out:
+        out.write("\n## Sick Leave\n\nStaff get KILLMARK ten days.\n")
+    assert run_python(KILL_AT_COMMIT, str(docs), str(index), "kill").returncode == -9
+
+    rerun = run_python(KILL_AT_COMMIT, str(docs), str(index), "normal")
+    assert rerun.returncode == 0, rerun.stderr
+    assert "Sick Leave" in rerun.stdout  # the webhook and the report get it too
+    listed = [(c.change, c.sections_added) for c in read_changes(index)]
+    assert [change for change, _ in listed] == ["added", "edited"], listed
+    assert listed[1][1] == ("Leave Rules > Sick Leave",)
+    again = run_python(KILL_AT_COMMIT, str(docs), str(index), "normal")
+    assert again.stdout.strip() == "[]"
+    assert len(read_changes(index)) == 2

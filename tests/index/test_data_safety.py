@@ -185,6 +185,9 @@ def test_reingest_into_a_chroma_server_then_restart_the_server(
             chroma_server.start()
             after = ask(client, "What is the travel allowance per day?")
     assert "Traceback" not in down
+    # D12: the running UI answers from its snapshot and never shows the store's address.
+    assert "NEWMARK" in down, down
+    assert f":{chroma_server.port}" not in down
     assert "NEWMARK" in after
     assert "OLDMARK" not in after
 

@@ -71,17 +71,21 @@ def test_a_thumb_on_the_answer_or_its_sources_finds_the_record(tmp_path: Path) -
     assert record_id_at(history, 2) == record_id  # the sources message of the same answer
     assert record_id_at(history, 0) == ""  # the question itself
     assert record_id_at(history, 99) == ""
-    from assistant.types import User
+    from assistant.types import ANONYMOUS
+    from assistant.web.feedback import owner_of
 
-    amina = User(name="amina")
-    assert audit.rate(history, 1, True, user=amina)[0] == record_id
+    # Asked without a login or session here: only that same asker may rate it (issue 27, D7).
+    amina, me = ANONYMOUS, owner_of(ANONYMOUS, None)
+    assert audit.rate(history, 1, True, user=amina, owner=me)[0] == record_id
     assert log.flush()
     assert log.store.records()[0][1].rating == "up"  # type: ignore[union-attr]
-    audit.rate(history, 1, "", user=amina)  # clicked off again
+    audit.rate(history, 1, "", user=amina, owner=me)  # clicked off again
     assert log.flush()
     assert log.store.records()[0][1] is None
-    audit.rate(history, 2, False, user=amina)
-    audit.explain(record_id, " the fee is wrong ", "No fee on emergency loans.", user=amina)
+    audit.rate(history, 2, False, user=amina, owner=me)
+    audit.explain(
+        record_id, " the fee is wrong ", "No fee on emergency loans.", user=amina, owner=me
+    )
     assert log.flush()
     feedback = log.store.records()[0][1]
     log.close()
@@ -90,7 +94,7 @@ def test_a_thumb_on_the_answer_or_its_sources_finds_the_record(tmp_path: Path) -
         "down",
         "the fee is wrong",
         "No fee on emergency loans.",
-        "amina",
+        ANONYMOUS.name,
     )
 
 

@@ -193,3 +193,18 @@ def test_without_an_index_nothing_is_shown(root: Path) -> None:
     viewer = DocumentViewer(roots=[root], catalog=no_index)
 
     assert viewer.page("hours.txt").status == 404
+
+
+def test_hostile_files_get_a_page_never_a_500(tmp_path: Path) -> None:
+    """Issue 28, D13: HTML nested 2,500 deep answered 500; a symlink loop must not either."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    deep = "<html><body><h1>D</h1>" + "<div>" * 2500 + "<p>x</p>" + "</div>" * 2500
+    (docs / "deep.html").write_text(deep + "</body></html>")
+    (docs / "a.md").symlink_to("b")
+    (docs / "b").symlink_to("a.md")
+    viewer = DocumentViewer(roots=[docs])
+    page = viewer.page("deep.html")
+    assert page.status == 422
+    assert "nested too deeply" in page.html
+    assert viewer.page("a.md").status == 404
