@@ -289,9 +289,9 @@ class LLMSettings:
     # Wall-clock seconds for one whole answer, from the request to its last delta:
     # a slow-drip or looping server frees its chat slot by then.
     total_timeout: float = 120.0
-    # Withhold model sentences the sources do not support and quote the closest source
-    # sentence instead (off: show them marked inline). On by default: measured with
-    # SmolLM2 and a scripted model in docs/answer-eval.md ("Grounded only").
+    # Withhold model sentences the sources do not support, a note standing where each
+    # stood (off: show them marked inline). On by default: measured with SmolLM2, a
+    # scripted model and the oracle in docs/answer-eval.md ("Grounded only", "Oracle").
     grounded_only: bool = True
 
     def __post_init__(self) -> None:

@@ -29,6 +29,7 @@ __all__ = [
     "DocumentChange",
     "EvalQuestion",
     "Feedback",
+    "FollowUp",
     "GoldEntry",
     "Hit",
     "IndexChanges",
@@ -452,11 +453,24 @@ class GoldEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class FollowUp:
+    """A two-turn way to ask an evaluation question: ``after`` first, then ``question``.
+
+    ``question`` ("and for part-time staff?") stands for the evaluation question it
+    belongs to once ``after`` has been asked; the oracle evaluation asks both turns.
+    """
+
+    after: str
+    question: str
+
+
+@dataclass(frozen=True, slots=True)
 class EvalQuestion:
     """One evaluation question; no gold entries means it cannot be answered.
 
     ``answer`` is the optional one-sentence reference answer whose figures an
-    answer-level evaluation looks for ("" when the file gives none).
+    answer-level evaluation looks for ("" when the file gives none); ``follow_up``
+    an optional two-turn way of asking it (retrieval figures ignore it).
     """
 
     id: str
@@ -464,6 +478,7 @@ class EvalQuestion:
     kind: str
     gold: tuple[GoldEntry, ...]
     answer: str = ""
+    follow_up: FollowUp | None = None
 
 
 def _folded(text: str) -> str:

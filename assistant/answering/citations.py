@@ -9,12 +9,16 @@ Bracketed numbers inside quoted document text are defused first
 (`defuse_markers`: ``[2]`` reads ``[note 2]``), so a document cannot cite.
 
 Each sentence that cites sources is compared with their text: most of its
-content words, and every number it states, must appear there, otherwise it is
-listed as unsupported.
+content words must appear there, and every figure it states must be stated
+there in some ordinary form, or be what two of their figures make together
+(`assistant.answering.figures`), otherwise it is listed as unsupported.
 A model answer's sentences are also checked against all the sources, cited or
-not (`assistant.answering.grounding`), and the flags are shown in the text.
-This is a lexical check: it catches invented figures and citations to the
-wrong source, not subtle paraphrase errors.
+not (`assistant.answering.grounding`), and the flags are shown in the text:
+marked, or with grounded-only withheld with a note where they stood, unless
+more than half of the answer would go, when they are marked instead (a reader
+is better served by a marked answer than by the notes alone). This is a
+lexical check: it catches invented figures and citations to the wrong source,
+not subtle paraphrase errors.
 """
 
 from __future__ import annotations
@@ -22,14 +26,20 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Literal
 
+from assistant.answering.figures import Derived, derived, stated, unsupported
 from assistant.answering.grounding import (
     NO_CITATION_WARNING,
-    closest_unit,
+    Evidence,
+    Reason,
     evidence_text,
     mark_sentences,
     says_not_covered,
-    ungrounded,
+    why_ungrounded,
+    withheld_note,
 )
 from assistant.types import Answer, Citation, Hit
 from assistant.words import content_words
@@ -63,9 +73,10 @@ _MARKER_LINK = re.compile(
 _RANGE = re.compile(r"(\d+)\s*[\u2013\u2014-]\s*(\d+)")
 _MAX_RANGE = 10
 # A sentence ends at . ! or ? (plus any markers placed after it) or at a line end.
-_SENTENCE = re.compile(r"[^\n]+?(?:[.!?]+(?:\s*\[\d[\d,\s]*\])*(?=\s)|$)", re.M)
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_SENTENCE = re.compile(r"[^\n]+?(?:[.!?]+(?:\s*\[\d[\d,\s]*\])*(?=\s|$)|$)", re.M)
 _SUPPORT_THRESHOLD = 0.5
+# Flagged sentences (sentence, why), in answer order.
+_Flags = tuple[tuple[str, Reason], ...]
 
 
 def cited_numbers(text: str) -> list[int]:
@@ -155,14 +166,15 @@ def check_answer(
     if invalid:
         logger.warning("removed citations to missing sources: %s", sorted(set(invalid)))
     if offline:
-        flagged = unsupported_sentences(cleaned, sources)
+        flags = _cited_flags(cleaned, sources)
         not_covered = False
     else:
-        flagged = model_unsupported_sentences(question, cleaned, sources)
+        flags = _model_flags(question, cleaned, sources)
         not_covered = says_not_covered(cleaned)
+    flagged = tuple(sentence for sentence, _ in flags)
     shown = cleaned
     if not offline and not not_covered:
-        shown = _show_flags(cleaned, flagged, sources, grounded_only=grounded_only)
+        shown = _show_flags(cleaned, flags, grounded_only=grounded_only)
     numbers = sorted(set(cited_numbers(shown)))
     if not offline and not not_covered and not numbers and sources:
         shown = f"{NO_CITATION_WARNING}\n\n{shown}"
@@ -180,12 +192,7 @@ def check_answer(
 
 def unsupported_sentences(text: str, sources: Sequence[Hit]) -> tuple[str, ...]:
     """Return the citing sentences of ``text`` that their cited sources do not support."""
-    flagged = []
-    for sentence in _sentences(text):
-        numbers = {n for n in cited_numbers(sentence) if 1 <= n <= len(sources)}
-        if numbers and not _supported(sentence, [sources[n - 1] for n in sorted(numbers)]):
-            flagged.append(sentence)
-    return tuple(flagged)
+    return tuple(sentence for sentence, _ in _cited_flags(text, sources))
 
 
 def model_unsupported_sentences(
@@ -197,42 +204,109 @@ def model_unsupported_sentences(
     any sentence, cited or not, is flagged when it states a figure or a name that no
     prompt source (nor the question) contains.
     """
-    evidence = evidence_text(sources)
-    cited = set(unsupported_sentences(text, sources))
-    return tuple(
-        sentence
-        for sentence in _sentences(text)
-        if sentence in cited
-        or ungrounded(MARKER.sub(" ", sentence), evidence=evidence, question=question)
-    )
+    return tuple(sentence for sentence, _ in _model_flags(question, text, sources))
 
 
-def _show_flags(
-    text: str, flagged: Sequence[str], sources: Sequence[Hit], *, grounded_only: bool
-) -> str:
-    if not grounded_only:
+class _CitedFigures:
+    """The figures of each set of cited sources, and what two of them make, computed once."""
+
+    def __init__(self, sources: Sequence[Hit]) -> None:
+        self._sources = sources
+        self._cache: dict[tuple[int, ...], tuple[frozenset[Decimal], Derived | None]] = {}
+
+    def of(self, numbers: Sequence[int]) -> tuple[frozenset[Decimal], Derived | None]:
+        """Return (stated, derived) for the sources numbered ``numbers``."""
+        key = tuple(sorted(set(numbers)))
+        if key not in self._cache:
+            text = evidence_text(self._sources[n - 1] for n in key)
+            self._cache[key] = (stated(text), derived(text) if key else None)
+        return self._cache[key]
+
+
+def _valid_numbers(sentence: str, sources: Sequence[Hit]) -> list[int]:
+    return sorted({n for n in cited_numbers(sentence) if 1 <= n <= len(sources)})
+
+
+def _cited_flags(text: str, sources: Sequence[Hit], figures: _CitedFigures | None = None) -> _Flags:
+    figures = figures or _CitedFigures(sources)
+    everywhere = evidence_text(sources)
+    everything = _Support(everywhere, stated(everywhere))
+    flags: list[tuple[str, Reason]] = []
+    for sentence in _sentences(text):
+        numbers = _valid_numbers(sentence, sources)
+        if not numbers:
+            continue
+        cited = _Support(evidence_text(sources[n - 1] for n in numbers), *figures.of(numbers))
+        reason = _cited_reason(sentence, cited)
+        # A summary citing one of the sources it draws on is no invention: what the
+        # whole prompt supports stays (a wrong number is still flagged).
+        if reason and not _cited_reason(sentence, everything):
+            reason = ""
+        if reason:
+            flags.append((sentence, reason))
+    return tuple(flags)
+
+
+def _model_flags(question: str, text: str, sources: Sequence[Hit]) -> _Flags:
+    """Flag what the cited sources do not support, and figures or names no source holds.
+
+    A sentence that cites nothing may still state what two figures of the sources
+    the answer cites elsewhere make together (a paragraph often cites once, at its end).
+    """
+    figures = _CitedFigures(sources)
+    cited = dict(_cited_flags(text, sources, figures))
+    evidence = Evidence.of(f"{evidence_text(sources)} {question}")
+    everywhere = _valid_numbers(text, sources)
+    flags: list[tuple[str, Reason]] = []
+    for sentence in _sentences(text):
+        numbers = _valid_numbers(sentence, sources) or everywhere
+        derivable = figures.of(numbers)[1] if numbers else None
+        claim = MARKER.sub(" ", sentence)
+        reason = cited.get(sentence) or why_ungrounded(claim, evidence, derived=derivable)
+        if reason:
+            flags.append((sentence, reason))
+    return tuple(flags)
+
+
+def _show_flags(text: str, flags: _Flags, *, grounded_only: bool) -> str:
+    """Mark the flagged sentences, or withhold them behind a note where each stood.
+
+    When more than half of the answer would be withheld, the notes would be most of
+    what is left: the answer is shown whole with each flagged sentence marked instead.
+    """
+    flagged = [sentence for sentence, _ in flags]
+    if not grounded_only or _mostly(flagged, text):
         return mark_sentences(text, flagged)
-    for sentence in flagged:
-        closest = closest_unit(sentence, sources)
-        quote = f"“{closest[0]}” [{closest[1]}]" if closest else ""
-        text = text.replace(sentence, quote, 1)
+    for sentence, reason in flags:
+        text = text.replace(sentence, withheld_note(reason), 1)
     return text.strip()
+
+
+def _mostly(flagged: Sequence[str], text: str) -> bool:
+    total = sum(len(MARKER.sub("", s)) for s in _sentences(text))
+    return 2 * sum(len(MARKER.sub("", s)) for s in flagged) > total
 
 
 def _sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE.findall(text) if s.strip()]
 
 
-def _supported(sentence: str, hits: Sequence[Hit]) -> bool:
-    evidence = " ".join(
-        f"{hit.title} {hit.chunk.breadcrumb} {hit.section_text} {hit.chunk.body}" for hit in hits
-    )
+@dataclass(frozen=True, slots=True)
+class _Support:
+    """What some sources state: their text, their figures, what two figures make together."""
+
+    text: str
+    figures: frozenset[Decimal]
+    derived: Derived | None = None
+
+
+def _cited_reason(sentence: str, support: _Support) -> Reason | Literal[""]:
+    """Return why ``support`` does not back ``sentence`` ("" when it does)."""
     claim = MARKER.sub(" ", sentence)
-    numbers = set(_NUMBER.findall(claim))
-    if not numbers <= set(_NUMBER.findall(evidence)):
-        return False
+    if unsupported(claim, known=support.figures, also=support.derived):
+        return "figure"
     words = content_words(claim)
     if not words:
-        return True
-    overlap = len(words & content_words(evidence)) / len(words)
-    return overlap >= _SUPPORT_THRESHOLD
+        return ""
+    overlap = len(words & content_words(support.text)) / len(words)
+    return "" if overlap >= _SUPPORT_THRESHOLD else "words"

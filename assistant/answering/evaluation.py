@@ -17,27 +17,50 @@ and whitespace folded:
   answer scores no phrase, figure or citation.
 
 Unanswerable questions should be refused; answerable ones should not.
+
+The *oracle* answerer (`assistant.answering.oracle`) asks the same service with a
+perfect loopback model configured and adds, per kind and overall: *reached* (a
+gold phrase was in the prompt), *right* (not refused and every reference figure
+shown), *intact* (right, among reached), *refused by gate* (answerable, refused
+before the model was asked) and *unanswerable flagged*. Questions with a
+``follow_up`` are also asked in two turns by the oracle (kind ``follow-up``,
+reported apart, not in the overall figures).
 """
 
 from __future__ import annotations
 
 import re
 import statistics
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from assistant.answering.baseline import baseline_answer
 from assistant.answering.citations import MARKER, check_answer
+from assistant.answering.oracle import OracleCase, OracleModel
 from assistant.answering.service import Assistant, finish, no_match_message
-from assistant.protocols import Embedder
-from assistant.types import Answer, EvalQuestion, Hit, SearchResult
+from assistant.protocols import Embedder, Searcher
+from assistant.types import (
+    ANONYMOUS,
+    Answer,
+    EvalQuestion,
+    Hit,
+    SearchFilters,
+    SearchResult,
+    Turn,
+    User,
+)
 
 __all__ = [
     "ANSWERERS",
+    "FOLLOW_UP_KIND",
     "METRICS",
+    "ORACLE_METRICS",
     "AnswerOutcome",
     "AnswerReport",
     "GivenAnswer",
+    "Oracle",
+    "OracleTrace",
+    "SearchOnce",
     "evaluate_answers",
     "figures_of",
     "normalise_answer",
@@ -46,7 +69,7 @@ __all__ = [
     "word_count",
 ]
 
-ANSWERERS = ("assistant", "baseline")
+ANSWERERS = ("assistant", "baseline", "oracle")
 # (key in figures(), label in the readable report)
 METRICS = (
     ("gold_phrase", "gold phrase"),
@@ -58,6 +81,15 @@ METRICS = (
     ("refused_answerable", "refused answerable"),
     ("unanswerable_flagged", "unanswerable flagged"),
 )
+# The oracle's own figures (key, label); "unanswerable_flagged" is also in METRICS.
+ORACLE_METRICS = (
+    ("reached", "reached (gold in the prompt)"),
+    ("right", "right (shown, every figure)"),
+    ("intact", "intact (right | reached)"),
+    ("refused_by_gate", "refused by gate"),
+    ("unanswerable_flagged", "unanswerable flagged"),
+)
+FOLLOW_UP_KIND = "follow-up"
 TOP_SECTIONS = 5
 
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
@@ -95,6 +127,22 @@ class GivenAnswer:
 
 
 @dataclass(frozen=True, slots=True)
+class OracleTrace:
+    """What the oracle model saw of one question: the answer in the prompt, any request at all."""
+
+    reached: bool
+    asked: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Oracle:
+    """The oracle answerer: the answer service with the loopback `OracleModel` as its model."""
+
+    service: Assistant
+    model: OracleModel
+
+
+@dataclass(frozen=True, slots=True)
 class AnswerOutcome:
     """How one answer did on one question (see the module docstring for each check)."""
 
@@ -108,11 +156,17 @@ class AnswerOutcome:
     words: int
     refused: bool
     gold_top5: bool
+    oracle: OracleTrace | None = None
 
     @property
     def answerable(self) -> bool:
         """Return whether the question has gold entries."""
         return bool(self.question.gold)
+
+    @property
+    def right(self) -> bool:
+        """Return whether the answer is shown (not refused) with every reference figure."""
+        return self.answerable and not self.refused and not self.missing_figures
 
     def failures(self) -> tuple[str, ...]:
         """Return the names of the checks this answer failed (none when it passed)."""
@@ -139,8 +193,9 @@ class AnswerReport:
     outcomes: tuple[AnswerOutcome, ...]
 
     def kinds(self) -> list[str]:
-        """Return the question kinds present, sorted."""
-        return sorted({o.question.kind for o in self.outcomes})
+        """Return the question kinds present, sorted; two-turn cases last."""
+        kinds = {o.question.kind for o in self.outcomes}
+        return sorted(kinds - {FOLLOW_UP_KIND}) + sorted(kinds & {FOLLOW_UP_KIND})
 
     def counts(self, kind: str | None = None) -> dict[str, int]:
         """Return how many questions each rate is over (one kind, or all)."""
@@ -173,6 +228,24 @@ class AnswerReport:
         unanswerable = [o for o in chosen if not o.answerable]
         if unanswerable:
             out["unanswerable_flagged"] = _rate(o.refused for o in unanswerable)
+        return out | self.oracle_figures(kind)
+
+    def oracle_figures(self, kind: str | None = None) -> dict[str, float]:
+        """Return the figures of `ORACLE_METRICS` (empty unless these are oracle outcomes)."""
+        chosen = [o for o in self._chosen(kind) if o.oracle is not None]
+        answerable = [o for o in chosen if o.answerable]
+        reached = [o for o in answerable if o.oracle and o.oracle.reached]
+        unanswerable = [o for o in chosen if not o.answerable]
+        out: dict[str, float] = {}
+        if answerable:
+            out["reached"] = _rate(o.oracle is not None and o.oracle.reached for o in answerable)
+            out["right"] = _rate(o.right for o in answerable)
+            out["intact"] = _rate(o.right for o in reached)
+            out["refused_by_gate"] = _rate(
+                o.refused and o.oracle is not None and not o.oracle.asked for o in answerable
+            )
+        if unanswerable:
+            out["unanswerable_flagged"] = _rate(o.refused for o in unanswerable)
         return out
 
     def misses(self) -> tuple[AnswerOutcome, ...]:
@@ -180,7 +253,10 @@ class AnswerReport:
         return tuple(o for o in self.outcomes if o.failures())
 
     def _chosen(self, kind: str | None) -> list[AnswerOutcome]:
-        return [o for o in self.outcomes if kind is None or o.question.kind == kind]
+        # Two-turn cases repeat questions of the set: reported apart, not in "all".
+        if kind is None:
+            return [o for o in self.outcomes if o.question.kind != FOLLOW_UP_KIND]
+        return [o for o in self.outcomes if o.question.kind == kind]
 
 
 def _rate(flags: Iterable[bool]) -> float:
@@ -255,36 +331,133 @@ def evaluate_answers(
     *,
     answerers: Sequence[str] = ("assistant",),
     embedder: Embedder | None = None,
+    oracle: Oracle | None = None,
 ) -> tuple[AnswerReport, ...]:
-    """Ask every question once and score each answerer's answer from that one retrieval.
+    """Ask every question once per service and score each answerer's answer.
+
+    Give both services one `SearchOnce` searcher, so that they answer from one
+    retrieval run.
 
     Args:
         service: The assistant (`build_assistant`), as the chat uses it.
         questions: The question set.
         answerers: Any of `ANSWERERS`, in report order.
         embedder: The index's embedding model; needed by the baseline.
+        oracle: The oracle answerer; needed by ``oracle``.
 
     Raises:
-        ValueError: An unknown answerer, or the baseline without an embedder.
+        ValueError: An unknown answerer, the baseline without an embedder or the
+            oracle without its service.
         AssistantError: Retrieval failed (for example, no index).
     """
     unknown = set(answerers) - set(ANSWERERS)
-    if unknown or ("baseline" in answerers and embedder is None):
-        raise ValueError(f"answerers {list(answerers)} need one of {ANSWERERS} and an embedder")
+    if (
+        unknown
+        or ("baseline" in answerers and embedder is None)
+        or ("oracle" in answerers and oracle is None)
+    ):
+        raise ValueError(
+            f"answerers {list(answerers)} need one of {ANSWERERS}, the baseline an embedder "
+            "and the oracle its service"
+        )
     outcomes: dict[str, list[AnswerOutcome]] = {name: [] for name in answerers}
     for question in questions:
-        run = service.ask(question.question)
-        given: dict[str, GivenAnswer] = {}
-        if "assistant" in answerers:
-            answer, text = finish(run)
-            given["assistant"] = GivenAnswer(text, run.mode, _cited_files(answer))
-        else:
-            run.close()
-        if embedder is not None and "baseline" in answerers:
-            given["baseline"] = _baseline(question.question, run.result, embedder=embedder)
-        for name in answerers:
-            outcomes[name].append(score_answer(question, given[name], hits=run.result.hits))
+        if "assistant" in answerers or "baseline" in answerers:
+            for name, outcome in _ask_service(service, question, answerers, embedder).items():
+                outcomes[name].append(outcome)
+        if oracle is not None and "oracle" in answerers:
+            outcomes["oracle"].append(_ask_oracle(oracle, question))
+    if oracle is not None and "oracle" in answerers:
+        by_text = {q.question: q for q in questions}
+        outcomes["oracle"] += [
+            _ask_oracle_in_two_turns(oracle, q, by_text) for q in questions if q.follow_up
+        ]
     return tuple(AnswerReport(name, tuple(outcomes[name])) for name in answerers)
+
+
+def _ask_service(
+    service: Assistant,
+    question: EvalQuestion,
+    answerers: Sequence[str],
+    embedder: Embedder | None,
+) -> dict[str, AnswerOutcome]:
+    run = service.ask(question.question)
+    given: dict[str, GivenAnswer] = {}
+    if "assistant" in answerers:
+        answer, text = finish(run)
+        given["assistant"] = GivenAnswer(text, run.mode, _cited_files(answer))
+    else:
+        run.close()
+    if embedder is not None and "baseline" in answerers:
+        given["baseline"] = _baseline(question.question, run.result, embedder=embedder)
+    return {
+        name: score_answer(question, answer, hits=run.result.hits) for name, answer in given.items()
+    }
+
+
+def _oracle_case(question: EvalQuestion, *, standalone: str = "") -> OracleCase:
+    phrases = tuple(g.must_contain for g in question.gold)
+    return OracleCase(answer=question.answer, gold_phrases=phrases, standalone=standalone)
+
+
+def _ask_oracle(
+    oracle: Oracle, question: EvalQuestion, history: Sequence[Turn] = (), *, standalone: str = ""
+) -> AnswerOutcome:
+    oracle.model.ask_next(_oracle_case(question, standalone=standalone))
+    run = oracle.service.ask(question.question, history)
+    answer, text = finish(run)
+    calls = oracle.model.calls
+    given = GivenAnswer(text, run.mode, _cited_files(answer))
+    outcome = score_answer(question, given, hits=run.result.hits)
+    trace = OracleTrace(reached=any(call.reached for call in calls), asked=bool(calls))
+    return replace(outcome, oracle=trace)
+
+
+def _ask_oracle_in_two_turns(
+    oracle: Oracle, question: EvalQuestion, by_text: Mapping[str, EvalQuestion]
+) -> AnswerOutcome:
+    """Ask ``question``'s follow-up after its first turn, as the chat would in one conversation."""
+    assert question.follow_up is not None
+    first = question.follow_up.after
+    earlier = by_text.get(first)
+    oracle.model.ask_next(_oracle_case(earlier) if earlier else OracleCase())
+    _, shown = finish(oracle.service.ask(first))
+    history = (Turn("user", first), Turn("assistant", shown))
+    two_turn = replace(
+        question,
+        id=f"{question.id}-{FOLLOW_UP_KIND}",
+        question=question.follow_up.question,
+        kind=FOLLOW_UP_KIND,
+        follow_up=None,
+    )
+    # A perfect model rewrites the follow-up into the set's own question.
+    return _ask_oracle(oracle, two_turn, history, standalone=question.question)
+
+
+class SearchOnce:
+    """A searcher that asks the real one once per distinct query and replays the result.
+
+    The answerers of one evaluation (the assistant, the baseline, the oracle) then
+    answer from one retrieval run instead of searching again each.
+    """
+
+    def __init__(self, searcher: Searcher) -> None:
+        self.wrapped = searcher
+        self._results: dict[tuple[str, int | None, SearchFilters | None, User], SearchResult] = {}
+
+    def search(
+        self,
+        question: str,
+        *,
+        k: int | None = None,
+        filters: SearchFilters | None = None,
+        user: User = ANONYMOUS,
+    ) -> SearchResult:
+        """Return the wrapped searcher's result for these arguments, searched once."""
+        key = (question, k, filters, user)
+        if key not in self._results:
+            self._results[key] = self.wrapped.search(question, k=k, filters=filters, user=user)
+        return self._results[key]
 
 
 def _cited_files(answer: Answer) -> tuple[str, ...]:

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from assistant.answering.evaluation import METRICS, TOP_SECTIONS, AnswerOutcome, AnswerReport
+from assistant.answering.evaluation import (
+    METRICS,
+    ORACLE_METRICS,
+    TOP_SECTIONS,
+    AnswerOutcome,
+    AnswerReport,
+)
 
 __all__ = ["format_answer_reports", "format_misses", "reports_to_json"]
 
@@ -13,17 +19,19 @@ def format_answer_reports(reports: Sequence[AnswerReport]) -> str:
     """Return the reports side by side, one column per answerer: overall, then per kind."""
     if not reports:
         return ""
-    label_width = max(len(label) for _, label in METRICS) + 2
+    metrics = (*METRICS, *(m for m in ORACLE_METRICS if m not in METRICS))
+    label_width = max(len(label) for _, label in metrics) + 2
     lines = [" " * label_width + "".join(f"{r.answerer:>12}" for r in reports)]
-    for kind in [None, *reports[0].kinds()]:
-        counts = reports[0].counts(kind)
+    kinds = list(dict.fromkeys(kind for r in reports for kind in r.kinds()))
+    for kind in [None, *kinds]:
+        counts = next(r for r in reports if kind is None or kind in r.kinds()).counts(kind)
         lines.append(
             f"{kind or 'all'}: {counts['answerable']} answerable ({counts['with_figures']} with "
             f"figures, {counts['gold_top5']} gold in top {TOP_SECTIONS}), "
             f"{counts['unanswerable']} unanswerable"
         )
         rows = [(r.figures(kind)) for r in reports]
-        for key, label in METRICS:
+        for key, label in metrics:
             if any(key in row for row in rows):
                 cells = "".join(_cell(key, row.get(key)) for row in rows)
                 lines.append(f"  {label:<{label_width - 2}}{cells}")
@@ -59,6 +67,8 @@ def reports_to_json(reports: Sequence[AnswerReport]) -> dict[str, object]:
     """Return the reports as JSON-ready data: per answerer, overall, per kind, per question."""
     return {
         report.answerer: {
+            # The oracle's five figures, overall, are also right under its name.
+            **report.oracle_figures(),
             "overall": report.figures(),
             "by_kind": {kind: report.figures(kind) for kind in report.kinds()},
             "counts": report.counts(),
@@ -83,4 +93,13 @@ def _outcome_json(outcome: AnswerOutcome) -> dict[str, object]:
         "refused": outcome.refused,
         "gold_top5": outcome.gold_top5,
         "failures": list(outcome.failures()),
+        **(
+            {}
+            if outcome.oracle is None
+            else {
+                "reached": outcome.oracle.reached,
+                "asked": outcome.oracle.asked,
+                "right": outcome.right,
+            }
+        ),
     }

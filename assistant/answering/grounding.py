@@ -3,30 +3,51 @@
 A small model will state a figure the sources do not hold ("12.05%" for a policy that
 says 12%) and cite nothing. Citation checks alone miss that, so every sentence of a
 model answer is checked against all the prompt's sources: a figure (number, amount,
-percentage, date) or a name (a capitalised word inside a sentence) that none of them,
-nor the question, contains makes the sentence ungrounded, cited or not. This is a
-lexical check: it catches invented figures and names, not paraphrased errors.
+percentage, date) that none of them, nor the question, states in any ordinary form
+(`assistant.answering.figures`: "12" for "twelve (12)", "KES 40000" for "KES 40,000",
+"1 year" for "12 months"), or a name (a capitalised word inside a sentence) that none
+of them contains, makes the sentence ungrounded, cited or not. This is a lexical
+check: it catches invented figures and names, not paraphrased errors.
+
+With grounded-only on, a flagged sentence is withheld and a visible note stands where
+it stood (`withheld_note`); the reader never gets a fragment in its place.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Literal
 
+from assistant.answering.figures import Derived, stated, unsupported
 from assistant.types import Hit
-from assistant.words import STOPWORDS, content_words
+from assistant.words import STOPWORDS
 
 __all__ = [
     "NO_CITATION_WARNING",
     "UNSUPPORTED_MARK",
-    "closest_unit",
+    "Evidence",
+    "Reason",
     "evidence_text",
     "figures",
     "mark_sentences",
     "names",
     "says_not_covered",
     "ungrounded",
+    "why_ungrounded",
+    "withheld_note",
 ]
+
+# Why a sentence was flagged: a figure, a name, or words its cited source does not hold.
+Reason = Literal["figure", "name", "words"]
+_NOTES: dict[Reason, str] = {
+    "figure": "its figure is not in the cited sources",
+    "name": "a name in it is not in the sources",
+    "words": "the source it cites does not say it",
+}
 
 NO_CITATION_WARNING = "⚠ *This answer cites no policy section; check the sources below.*"
 UNSUPPORTED_MARK = " ⚠ *(not found in the sources)*"
@@ -40,20 +61,71 @@ _POSSESSIVE = re.compile(r"['\u2019]s$")
 _SENTENCE_START = re.compile(
     r"(?:(?:^|\n)\s*(?:[-*+>]|\d+[.)])?\s*|[.!?:;][\"\u201d)]?\s+)[*_\"\u201c(\[]*$"
 )
-_UNIT = re.compile(r"[^.!?\n]+(?:[.!?]+|$)")
 # Phrasings in which a model says the sources do not answer the question.
 _NOT_COVERED = re.compile(
     r"\b(?:do(?:es)?\s*n[o']t|did\s*n[o']t|cannot|can't|could\s*n[o']t|unable\s+to)\s+"
     r"(?:\w+\s+){0,3}?(?:cover|address|mention|say|specify|state|contain|include|provide|"
     r"find|answer|discuss|describe)"
     r"|\bnot\s+(?:covered|mentioned|addressed|specified|stated|found|included)\b"
-    r"|\bno\s+(?:information|mention|details?|answer)\b"
-    r"|\bthere\s+is\s+nothing\b",
+    r"|\bno\s+(?:(?:relevant|specific|such)\s+)?(?:information|mention|details?|answer|reference)\b"
+    r"|\bnone\s+of\s+the\s+(?:provided\s+)?(?:sources?|documents?|polic(?:y|ies)|sections?)\b"
+    r"|\b(?:is|are)\s+silent\b"
+    r"|\bthere\s+is\s+nothing\s+(?:about|on|regarding|in\s+the)\b",
     re.IGNORECASE,
 )
+# Capitalised words in a row, "of" and "and" allowed between them.
+_CAPITALISED_RUN = re.compile(r"[A-Z][\w-]*(?:\s+(?:(?:of|and|for|the)\s+)?[A-Z][\w-]*)+")
+_MAX_INITIALS = 6
+_CURRENCIES = tuple(
+    frozenset(forms.split())
+    for forms in (
+        "kes ksh kshs shilling shillings",
+        "ugx tzs",
+        "usd us dollar dollars",
+        "eur euro euros",
+        "gbp pound pounds sterling",
+        "inr rupee rupees rs",
+        "zar rand rands",
+        "ngn naira",
+    )
+)
+_CITATION = re.compile(r"\[\d{1,3}\]")
 _SOURCE_WORDS = re.compile(
     r"\b(?:source|sources|polic(?:y|ies)|documents?|provided|context)\b", re.I
 )
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What the prompt's sources and the question state: their words and figures."""
+
+    words: frozenset[str]
+    figures: frozenset[Decimal]
+
+    @classmethod
+    def of(cls, text: str) -> Evidence:
+        """Return the evidence of ``text`` (sources and question together).
+
+        Its words include the initials of each run of capitalised words, so "CEO"
+        is known where the sources say "Chief Executive Officer".
+        """
+        words = [w.lower() for w in _WORDS.findall(text)]
+        return cls(frozenset(words) | _initials(text), stated(text))
+
+
+def _initials(text: str) -> frozenset[str]:
+    out: set[str] = set()
+    for run in _CAPITALISED_RUN.finditer(text):
+        letters = [w[0].lower() for w in run[0].split() if w[0].isupper()]
+        for start in range(len(letters)):
+            for end in range(start + 2, min(start + _MAX_INITIALS, len(letters)) + 1):
+                out.add("".join(letters[start:end]))
+    return frozenset(out)
+
+
+def withheld_note(reason: Reason) -> str:
+    """Return the note that stands where a withheld sentence stood."""
+    return f"*(One statement was withheld: {_NOTES[reason]}.)*"
 
 
 def evidence_text(sources: Iterable[Hit]) -> str:
@@ -87,18 +159,41 @@ def names(sentence: str) -> set[str]:
 
 def ungrounded(sentence: str, *, evidence: str, question: str = "") -> bool:
     """Whether ``sentence`` states a figure or a name that neither evidence nor question has."""
-    known = f"{evidence} {question}"
-    if not figures(sentence) <= figures(known):
+    return bool(why_ungrounded(sentence, Evidence.of(f"{evidence} {question}")))
+
+
+def why_ungrounded(
+    sentence: str, evidence: Evidence, *, derived: Derived | None = None
+) -> Reason | Literal[""]:
+    """Return why ``sentence`` is not grounded in ``evidence`` ("" when it is).
+
+    ``derived`` are further figures the sentence may state: what the figures of the
+    sources it cites make together (`assistant.answering.figures.derived`).
+    """
+    if unsupported(sentence, known=evidence.figures, also=derived):
+        return "figure"
+    words = evidence.words
+    if any(not _name_known(name, words) for name in names(sentence)):
+        return "name"
+    return ""
+
+
+def _name_known(name: str, words: AbstractSet[str]) -> bool:
+    if name in words or _stem_known(name, words):
         return True
-    words = {w.lower() for w in _WORDS.findall(known)}
-    return any(name not in words and not _stem_known(name, words) for name in names(sentence))
+    # A currency's code and its name are one currency: "KES 40,000" for "40000 shillings".
+    return any(name in forms and forms & words for forms in _CURRENCIES)
 
 
 def says_not_covered(text: str) -> bool:
-    """Whether the answer's opening says the sources do not answer the question."""
+    """Whether the answer's opening says the sources do not answer the question.
+
+    An answer that cites a source is an answer, whatever its opening: "There is
+    nothing to expense: your paycheck includes $50 a month [1]." is not a refusal.
+    """
     opening = " ".join(text.strip().split("\n\n", 1)[0].split())[:300]
     match = _NOT_COVERED.search(opening)
-    if match is None:
+    if match is None or _CITATION.search(text):
         return False
     # "does not cover" alone could be about the policy's scope; near the start, or
     # with a word for the sources, it is the model declining to answer.
@@ -118,22 +213,5 @@ def mark_sentences(text: str, flagged: Sequence[str]) -> str:
     return "".join(out) + text[cursor:]
 
 
-def closest_unit(sentence: str, sources: Sequence[Hit]) -> tuple[str, int] | None:
-    """Return the source sentence (and its source number) sharing most words with ``sentence``."""
-    claim = content_words(sentence)
-    best: tuple[float, str, int] | None = None
-    for number, hit in enumerate(sources, start=1):
-        for unit in _UNIT.findall(hit.chunk.body):
-            words = content_words(unit)
-            if not words:
-                continue
-            score = len(claim & words) / len(claim | words)
-            if best is None or score > best[0]:
-                best = (score, " ".join(unit.split()), number)
-    if best is None or best[0] == 0:
-        return None
-    return best[1], best[2]
-
-
-def _stem_known(name: str, words: set[str]) -> bool:
+def _stem_known(name: str, words: AbstractSet[str]) -> bool:
     return any(w.startswith(name) or name.startswith(w) for w in words if len(w) >= 4)

@@ -3,11 +3,14 @@
 `Assistant.ask` does the retrieval at once (so the sources are known before
 the first token) and returns an `AnswerRun`; iterating the run streams the
 answer from the chat model, or from the extractive offline mode when no model
-is configured. When retrieval finds no good match no model is called: a fixed
-message names the closest sections instead. Offline, the extractive draft is
-made at once and decides that itself (does any passage address the question?),
-with retrieval's verdict only raising its bar. Model output is neutralised
-(images, foreign links, HTML) before it leaves this module.
+is configured. With a model, every question with a candidate section goes to
+the model, even when retrieval judged the match weak (the trace says so), and
+the model's "not covered" gets the no-match message naming the closest
+sections; only a search with no candidate at all is answered without it.
+Offline, the extractive draft is made at once and decides that itself (does any
+passage address the question?), with retrieval's verdict only raising its bar.
+Model output is neutralised (images, foreign links, HTML) before it leaves this
+module.
 """
 
 from __future__ import annotations
@@ -332,9 +335,9 @@ class Assistant:
         fallback: Fallback | None = None
         produce = _fixed_text(no_match_message(result.hits, reason=result.no_match_reason))
         mode = "no good match"
-        if result.hits and (self._model is None or not result.no_good_match):
+        if result.hits:
             prompt = build_prompt(
-                question,
+                _prompt_question(question, rewrite),
                 result.hits,
                 turns,
                 budget=self._settings.retrieval.context_tokens,
@@ -347,6 +350,7 @@ class Assistant:
             else:
                 produce, mode = self._producer(prompt), "model"
                 fallback = self._fallback_to_offline(rewrite.query, prompt, result)
+                result = _for_the_model(result)
         return AnswerRun(
             question=question,
             rewrite=rewrite,
@@ -474,6 +478,32 @@ def no_match_message(hits: Sequence[Hit], *, reason: str = "") -> str:
         for path in [hit.chunk.heading_path]
     ]
     return "\n".join([intro, "", *lines, "", NO_MATCH_OUTRO])
+
+
+def _prompt_question(question: str, rewrite: Rewrite) -> str:
+    """Return the question the model is asked: a follow-up as the model itself rewrote it.
+
+    The sources were retrieved for the rewritten question, so the model reads that
+    one (the conversation stays in the prompt). The offline rewrite is a bag of
+    words and leaves the user's own words.
+    """
+    return rewrite.query if rewrite.method == "llm" else question
+
+
+def _for_the_model(result: SearchResult) -> SearchResult:
+    """Return ``result`` as one the model answers from, even when retrieval judged it weak.
+
+    With a model configured, retrieval's "no good match" no longer refuses by itself:
+    its paraphrase signals refuse answerable questions, while a model that reads the
+    sources says "not covered" reliably (docs/answer-eval.md, "Oracle"). One more
+    model call for a truly unanswerable question is the price of never refusing an
+    answerable one; the model's "not covered" gets the no-match message.
+    """
+    if not result.no_good_match:
+        return result
+    weak = f"weak match ({result.no_match_reason or 'retrieval doubted its hits'}): "
+    note = weak + "the closest sections went to the model, which decides whether they answer"
+    return replace(result, no_good_match=False, no_match_reason="", trace=(*result.trace, note))
 
 
 def _with_fallback_note(deltas: Iterator[str]) -> Iterator[str]:

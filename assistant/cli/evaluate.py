@@ -6,12 +6,15 @@ each k comes from one search at depth 10, since top-k hits are a prefix of the
 top-10), prints a table and, with ``--plot PATH``, writes a PNG chart there.
 ``--answers`` asks every question through the chat's assistant and scores what
 the answer shows (`assistant.answering.evaluation`); ``--answer-mode baseline``
-or ``both`` also runs the cosine baseline on the same retrieval.
+or ``both`` also runs the cosine baseline on the same retrieval, ``oracle`` the
+service with a perfect loopback model (`assistant.answering.oracle`), and
+``all`` the three side by side from one retrieval run.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import logging
@@ -38,6 +41,8 @@ from assistant.retrieval.evaluation import (
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+    from assistant.answering.evaluation import AnswerReport
+
 __all__ = [
     "SweepRow",
     "parse_grid",
@@ -50,6 +55,12 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+_ANSWERERS: dict[str, tuple[str, ...]] = {
+    "both": ("assistant", "baseline"),
+    "baseline": ("baseline",),
+    "oracle": ("oracle",),
+    "all": ("assistant", "baseline", "oracle"),
+}
 _GRID_TYPES: dict[str, Callable[[str], object]] = {
     "chunk_tokens": int,
     "overlap": float,
@@ -93,9 +104,7 @@ def run_eval(
         raise ConfigError("--answers and --sweep cannot be combined")
     questions = load_questions(args.questions)
     if args.answers:
-        answerers = {"both": ("assistant", "baseline"), "baseline": ("baseline",)}.get(
-            args.answer_mode, ("assistant",)
-        )
+        answerers = _ANSWERERS.get(args.answer_mode, ("assistant",))
         return run_answer_eval(
             questions,
             settings,
@@ -149,21 +158,23 @@ def run_answer_eval(
     as_json: bool,
     misses: bool,
 ) -> int:
-    """Score the answers of each of ``answerers`` and print the report; return the exit code."""
-    from assistant.answering.evaluation import evaluate_answers
+    """Score the answers of each of ``answerers`` and print the report; return the exit code.
+
+    The answerers share one searcher that searches each query once, so all of them
+    answer from one retrieval run.
+    """
+    from assistant.answering.evaluation import SearchOnce
     from assistant.answering.evaluation_report import (
         format_answer_reports,
         format_misses,
         reports_to_json,
     )
-    from assistant.answering.service import build_assistant
 
-    service = build_assistant(
-        settings,
-        searcher=searcher,
-        embedder=embedder if embedder is not None else index_embedder(searcher),
-    )
-    reports = evaluate_answers(service, questions, answerers=answerers, embedder=embedder)
+    once = SearchOnce(searcher)
+    with contextlib.ExitStack() as stack:
+        reports = _answer_reports(
+            questions, settings, answerers=answerers, searcher=once, embedder=embedder, stack=stack
+        )
     if as_json:
         print(json_text(reports_to_json(reports), indent=2), file=out)
         return 0
@@ -173,6 +184,34 @@ def run_answer_eval(
             print("", file=out)
             print(format_misses(report), file=out)
     return 0
+
+
+def _answer_reports(
+    questions: Sequence[EvalQuestion],
+    settings: Settings,
+    *,
+    answerers: Sequence[str],
+    searcher: Searcher,
+    embedder: Embedder | None,
+    stack: contextlib.ExitStack,
+) -> tuple[AnswerReport, ...]:
+    from assistant.answering.evaluation import Oracle, evaluate_answers
+    from assistant.answering.oracle import OracleModel
+    from assistant.answering.service import build_assistant
+
+    ranker = embedder if embedder is not None else index_embedder(searcher)
+    service = build_assistant(settings, searcher=searcher, embedder=ranker)
+    oracle = None
+    if "oracle" in answerers:
+        model = stack.enter_context(OracleModel())
+        llm = replace(settings.llm, base_url=model.base_url, api_key="oracle", model="oracle")
+        oracle_service = build_assistant(
+            replace(settings, llm=llm), searcher=searcher, embedder=ranker
+        )
+        oracle = Oracle(service=oracle_service, model=model)
+    return evaluate_answers(
+        service, questions, answerers=answerers, embedder=embedder, oracle=oracle
+    )
 
 
 def parse_grid(items: Sequence[str], *, settings: Settings) -> dict[str, list[object]]:

@@ -108,8 +108,9 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--answers", action="store_true", help="score the answers, not the ranking")
     ev.add_argument(
         "--answer-mode",
-        choices=("assistant", "baseline", "both"),
-        help="with --answers: the assistant (default), the cosine baseline, or both side by side",
+        choices=("assistant", "baseline", "both", "oracle", "all"),
+        help="with --answers: the assistant (default), the cosine baseline, both side by side, "
+        "the oracle (a perfect loopback model: what the pipeline loses), or all three",
     )
     ev.add_argument("--misses", action="store_true", help="with --answers: list each failure")
     _add_common(ev)

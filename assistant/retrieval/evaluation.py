@@ -26,7 +26,7 @@ from pathlib import Path
 
 from assistant.errors import ConfigError
 from assistant.protocols import Searcher
-from assistant.types import EvalQuestion, GoldEntry, Hit
+from assistant.types import EvalQuestion, FollowUp, GoldEntry, Hit
 
 __all__ = [
     "DEFAULT_CUTOFFS",
@@ -150,11 +150,20 @@ def load_questions(path: Path) -> list[EvalQuestion]:
                     str(raw.get("kind", "")),
                     gold,
                     answer=str(raw.get("answer", "")),
+                    follow_up=_follow_up(raw.get("follow_up")),
                 )
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ConfigError(f"{path}:{number}: not a valid question line ({exc})") from exc
     return questions
+
+
+def _follow_up(raw: object) -> FollowUp | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise TypeError("follow_up must be an object with 'after' and 'question'")
+    return FollowUp(str(raw["after"]), str(raw["question"]))
 
 
 def found_ranks(gold: Sequence[GoldEntry], hits: Sequence[Hit]) -> tuple[int, ...]:

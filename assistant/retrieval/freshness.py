@@ -33,11 +33,6 @@ __all__ = ["FreshViews"]
 logger = logging.getLogger(__name__)
 
 _RETRY_S = 1.0
-# On an index this small, loading the changed rows takes well under a second: a
-# question waits up to `FRESH_WAIT_S` for them rather than miss a document an
-# ingest has just granted to the asker (round three, finding D29).
-SMALL_INDEX_CHUNKS = 20_000
-FRESH_WAIT_S = 3.0
 _WARN_EVERY_S = 60.0
 
 
@@ -62,24 +57,14 @@ class FreshViews:
     def current(self) -> SearchView:
         """Return the view a question should use now (cheap unless nothing can be masked).
 
-        On a small index a question waits (at most `FRESH_WAIT_S`) for the changed
-        rows, so the first question after an ingest sees them.
+        A question that must not miss fresh rows waits with `wait` (the retriever
+        does, on a small index or on no good match: round three, finding D29).
 
         Raises:
             IndexNotFoundError: There is no index yet.
             IndexMismatchError: The index was built with another embedding model.
         """
-        view = self._latest()
-        if not view.pending or len(view.snapshot.chunks) > SMALL_INDEX_CHUNKS:
-            return view
-        deadline = time.monotonic() + FRESH_WAIT_S
-        with self._published:
-            while self._view is not None and self._view.pending and self._worker is not None:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    break
-                self._published.wait(timeout=min(remaining, 0.05))
-            return self._view or view
+        return self._latest()
 
     def _latest(self) -> SearchView:
         view = self._view

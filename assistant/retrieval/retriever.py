@@ -58,6 +58,9 @@ from assistant.words import valid_unicode
 __all__ = ["CANDIDATES", "Retriever"]
 
 logger = logging.getLogger(__name__)
+# At most this many chunks, a question waits for the rows of a new generation
+# (up to ``refresh_wait_s``) whatever its verdict; loading them is quick at this size.
+SMALL_INDEX_CHUNKS = 20_000
 
 CANDIDATES = 50
 
@@ -195,13 +198,18 @@ class Retriever:
         Between an ingest and the end of its patch, an edited or added document is
         left out (`assistant.retrieval.freshness`); a question about it would get
         "no good match". It waits up to ``refresh_wait_s`` for the rows instead,
-        and is searched once more if they came.
+        and is searched once more if they came. On an index of at most
+        `SMALL_INDEX_CHUNKS` chunks it waits whatever the verdict: a document an
+        ingest has just granted to the asker is then cited on their first question,
+        though other documents matched (round three, finding D29). Every user
+        waits alike, so the wait tells no one what changed.
         """
         wait = self.settings.refresh_wait_s
         verdict = run.verdict
-        if self._fresh is None or not run.view.pending or wait <= 0:
+        if self._fresh is None or not run.view.pending or wait <= 0 or verdict is None:
             return None
-        if verdict is None or not verdict.no_good_match:
+        small = len(run.view.snapshot.chunks) <= SMALL_INDEX_CHUNKS
+        if not verdict.no_good_match and not small:
             return None
         t0 = time.perf_counter()
         settled = self._fresh.wait(wait)
@@ -213,8 +221,9 @@ class Retriever:
                 f"{run.view.generation}; not loaded yet"
             )
             return None
+        why = "no good match" if verdict.no_good_match else "a small index"
         note = (
-            f"refresh: no good match while generation {run.view.generation} was loading; "
+            f"refresh: {why} while generation {run.view.generation} was loading; "
             f"waited {took:.0f} ms for its rows and searched again"
         )
         return view, note

@@ -232,8 +232,8 @@ def sources_markdown(
     if withheld:
         # Grounded only: the reader should still learn what the model claimed, as a claim.
         entries.append(
-            "**Withheld from the answer** (no source holds their words or figures; the "
-            f"closest source sentence is quoted instead):\n\n{_quoted(withheld)}"
+            "**Withheld from the answer** (no source holds their words or figures; a "
+            f"note stands where each stood):\n\n{_quoted(withheld)}"
         )
     return "\n\n".join(entries)
 

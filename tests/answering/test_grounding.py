@@ -72,12 +72,91 @@ def test_the_first_word_of_a_sentence_is_not_a_name() -> None:
     assert names("- Approval comes from the Treasurer") == {"treasurer"}
 
 
-def test_grounded_only_replaces_a_flagged_sentence_with_a_quote() -> None:
-    text = "The rate is 12.05% per annum."
+def test_grounded_only_withholds_a_flagged_sentence_behind_a_note_where_it_stood() -> None:
+    text = (
+        "Emergency loans carry 12% per annum on a reducing balance [1]. "
+        "The rate is 12.05% per annum. "
+        "The Credit Committee approves them [1]."
+    )
     answer = check_answer("What is the rate?", text, (LOAN,), grounded_only=True)
     assert "12.05" not in answer.text
-    assert "12% per annum" in answer.text
-    assert "[1]" in answer.text
+    assert answer.text == (
+        "Emergency loans carry 12% per annum on a reducing balance [1]. "
+        "*(One statement was withheld: its figure is not in the cited sources.)* "
+        "The Credit Committee approves them [1]."
+    )
+    assert answer.unsupported_sentences == ("The rate is 12.05% per annum.",)
+
+
+def test_when_most_of_the_answer_would_be_withheld_it_is_shown_marked() -> None:
+    text = "The rate is 12.05% per annum, set by the Credit Committee. Loans are approved [1]."
+    answer = check_answer("What is the rate?", text, (LOAN,), grounded_only=True)
+    assert answer.text == (
+        "The rate is 12.05% per annum, set by the Credit Committee."
+        + UNSUPPORTED_MARK
+        + " Loans are approved [1]."
+    )
+    assert answer.unsupported_sentences == (
+        "The rate is 12.05% per annum, set by the Credit Committee.",
+    )
+
+
+@pytest.mark.parametrize(
+    ("source", "sentence"),
+    [
+        ("Members must wait twelve (12) months.", "Members must wait at least 12 months [1]."),
+        ("Members must wait one year.", "Members must wait at least 12 months [1]."),
+        ("Members must wait twelve months.", "Members must wait at least 12 months [1]."),
+        ("The per diem is KES 40,000 per trip.", "The per diem is 40000 shillings per trip [1]."),
+        ("The per diem is 40000 shillings.", "The per diem is KES 40,000 [1]."),
+        ("Cover is up to KES 3 million per member.", "Cover is up to KES 3,000,000 [1]."),
+        ("The rate is 12 percent per annum.", "The rate is 12% per annum [1]."),
+        ("The rate is 12% per annum.", "The rate is 12 per cent per annum [1]."),
+        ("Claims close on 1 December 2026.", "Claims close on 2026-12-01 [1]."),
+        ("Claims close on December 1, 2026.", "Claims close on 01/12/2026 [1]."),
+        ("The office closes at 5 p.m. on Fridays.", "The office closes at 17:00 on Fridays [1]."),
+        (
+            "A cycle lasts 6 weeks. A cooldown of 2 weeks follows it.",
+            "Eight weeks: a 6-week cycle followed by a 2-week cooldown, 8 weeks in all [1].",
+        ),
+        (
+            "Leave accrues at 2 days per month, for 12 months.",
+            "Leave accrues to 24 days over the 12 months [1].",
+        ),
+        (
+            "Bring these:\n\n- your ID\n- a payslip\n- a bank statement\n",
+            "Bring 3 things: your ID, a payslip and a bank statement [1].",
+        ),
+    ],
+)
+def test_a_figure_in_another_ordinary_form_keeps_a_correct_answer_whole(
+    source: str, sentence: str
+) -> None:
+    hit = make_hit(1, source)
+    answer = check_answer("What does the policy say?", sentence, (hit,), grounded_only=True)
+    assert answer.unsupported_sentences == ()
+    assert answer.text == sentence
+
+
+@pytest.mark.parametrize(
+    ("source", "sentence"),
+    [
+        ("The rate is 12% per annum.", "The rate is 12.05 % per annum [1]."),
+        ("Members must wait twelve (12) months.", "Members must wait 18 months [1]."),
+        ("Claims close on 1 December 2026.", "Claims close on 31 December 2026 [1]."),
+        ("The per diem is KES 40,000 per trip.", "The per diem is KES 45,000 per trip [1]."),
+    ],
+)
+def test_a_figure_no_source_states_in_any_form_is_still_caught(source: str, sentence: str) -> None:
+    answer = check_answer("What does the policy say?", sentence, (make_hit(1, source),))
+    assert answer.unsupported_sentences == (sentence,)
+
+
+def test_sums_of_figures_count_only_from_the_cited_sources() -> None:
+    cycle = make_hit(1, "A cycle lasts 6 weeks. A cooldown of 2 weeks follows it.")
+    # Uncited, in an answer that cites nothing: 8 is stated nowhere.
+    answer = check_answer("How long?", "It takes 8 weeks.", (cycle,))
+    assert answer.unsupported_sentences == ("It takes 8 weeks.",)
 
 
 @pytest.mark.parametrize(
@@ -87,6 +166,7 @@ def test_grounded_only_replaces_a_flagged_sentence_with_a_quote() -> None:
         "I'm sorry, but the provided sources don't mention a canteen.",
         "The sources do not specify how long the canteen is open.",
         "There is no information about parking in the policies.",
+        "There is nothing about parking in the sources.",
     ],
 )
 def test_a_model_refusal_in_any_wording_is_recognised(text: str) -> None:
@@ -98,6 +178,8 @@ def test_a_model_refusal_in_any_wording_is_recognised(text: str) -> None:
     [
         "Emergency loans carry 12% per annum [1].",
         "Yes. Members who have not repaid a loan cannot take another one [1].",
+        "There is nothing to expense: your paycheck includes $50 a month for internet [1].",
+        "The sources do not mention a separate limit; the loan is capped at KES 200,000 [1].",
     ],
 )
 def test_an_answer_is_not_mistaken_for_a_refusal(text: str) -> None:

@@ -11,7 +11,7 @@ import pytest
 from assistant.answering.extractive import EXTRACTIVE_LABEL
 from assistant.answering.grounding import UNSUPPORTED_MARK
 from assistant.answering.llm import OpenAIChat
-from assistant.answering.service import Assistant, build_assistant
+from assistant.answering.service import Assistant, build_assistant, finish
 from assistant.config import LLMSettings, Settings
 from assistant.protocols import AnswerStream, ChatService
 from assistant.tokens import get_tokenizer
@@ -139,15 +139,66 @@ def test_a_covered_offline_answer_carries_no_unknown_word_note() -> None:
     assert "25 days of annual leave" in text
 
 
-def test_no_good_match_makes_no_model_request(server: FakeOpenAIServer) -> None:
+def test_a_weak_match_goes_to_the_model_and_the_trace_says_so(server: FakeOpenAIServer) -> None:
+    server.enqueue(Reply(text="Members receive 25 days of annual leave [1]."))
+    run = online(server, FakeSearcher(no_good_match=True)).ask("How long is my holiday?")
+    text = "".join(run)
+    assert text == "Members receive 25 days of annual leave [1]."
+    assert run.mode == "model"
+    assert len(server.requests) == 1
+    assert not run.result.no_good_match  # the sources panel shows sources, not "closest"
+    assert any(line.startswith("weak match (none of the closest") for line in run.trace())
+    assert [c.number for c in run.answer().citations] == [1]
+
+
+@pytest.mark.parametrize(
+    "verdict",
+    [
+        "The policy documents do not cover this.",
+        "I'm sorry, but the provided sources don't mention the canteen menu.",
+        "None of the sources say anything about the canteen.",
+        "The documents are silent on this.",
+        "I couldn't find any information about a canteen menu in the policies.",
+        "There's no mention of a canteen in the sources provided.",
+    ],
+)
+def test_the_models_not_covered_on_a_weak_match_keeps_the_no_match_experience(
+    server: FakeOpenAIServer, verdict: str
+) -> None:
+    server.enqueue(Reply(text=verdict))
     run = online(server, FakeSearcher(no_good_match=True)).ask("What is the canteen menu?")
+    _, shown = finish(run)
+    assert len(server.requests) == 1
+    assert run.mode == "no good match"
+    assert shown.startswith("The policy documents do not appear to cover this question")
+    assert "Leave Policy: Leave Policy > Annual leave" in shown  # the closest sections
+    assert run.answer().citations == ()
+
+
+def test_no_candidate_at_all_makes_no_model_request(server: FakeOpenAIServer) -> None:
+    run = online(server, FakeSearcher(hits=(), no_good_match=True)).ask("What is the canteen menu?")
     text = "".join(run)
     assert "do not appear to cover this question (none of the closest sections mentions" in text
     assert "“canteen”" in text
-    assert "Leave Policy: Leave Policy > Annual leave" in text
     assert server.requests == []
-    assert run.answer().sources == HITS
+    assert run.mode == "no good match"
     assert run.answer().citations == ()
+
+
+def test_a_follow_up_reaches_the_model_as_the_model_rewrote_it(server: FakeOpenAIServer) -> None:
+    server.enqueue(
+        Reply(text="How many days of annual leave do part-time members get?"),
+        Reply(text="Members receive 25 days of annual leave [1]."),
+    )
+    searcher = FakeSearcher()
+    history = (Turn("user", "How many days of annual leave do I get?"), Turn("assistant", "25."))
+    run = online(server, searcher).ask("and for part-time staff?", history)
+    finish(run)
+    rewritten = "How many days of annual leave do part-time members get?"
+    assert searcher.calls[0][0] == rewritten
+    messages = server.requests[1]["messages"]
+    assert f"Question: {rewritten}" in messages[-1]["content"]
+    assert [m["content"] for m in messages[1:-1]] == [t.text for t in history]
 
 
 def test_injected_source_stays_quoted_and_its_image_is_neutralised(

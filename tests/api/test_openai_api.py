@@ -590,7 +590,7 @@ def test_a_chunked_body_over_the_limit_is_cut_off_at_the_limit(
         response = httpx.post(
             server.url + "/v1/chat/completions",
             content=pieces(),
-            headers={"Authorization": f"Bearer {api_key}"},
+            headers={"Authorization": f"Bearer {api_key}", "Content-Type": "application/json"},
             timeout=60,
         )
     except httpx.TransportError:  # the server may close before the client stops sending

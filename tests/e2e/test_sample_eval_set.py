@@ -72,7 +72,8 @@ def test_questions_are_well_formed() -> None:
     assert len(questions) >= 70
     assert len(ids) == len(set(ids)), [i for i, n in Counter(ids).items() if n > 1]
     for q in questions:
-        assert set(q) - {"answer"} == {"id", "question", "kind", "gold"}, q
+        assert set(q) - {"answer", "follow_up"} == {"id", "question", "kind", "gold"}, q
+        eval_sets.assert_follow_up(q, {other["question"] for other in questions})
         assert re.fullmatch(r"q\d{3}", str(q["id"])), q["id"]
         assert q["kind"] in eval_sets.KINDS, q
         assert isinstance(q["question"], str), q

@@ -258,6 +258,9 @@ def test_a_question_about_a_just_edited_document_waits_for_its_rows(
 def test_a_question_that_finds_a_match_does_not_wait_for_the_refresh(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # On a large index; on a small one every question waits (issue 27, D29:
+    # tests/retrieval/test_fresh_grant.py).
+    monkeypatch.setattr("assistant.retrieval.retriever.SMALL_INDEX_CHUNKS", 0)
     docs = write_docs(tmp_path / "docs")
     settings = replace(Settings(), store=StoreSettings(path=tmp_path / "index"))
     ingest([docs], settings=settings, embedder=FakeEmbedder())

@@ -75,13 +75,27 @@ def assert_well_formed(questions: list[dict[str, object]], prefix: str, minimum:
             assert set(q) == {"id", "question", "kind", "gold"}, q
             assert gold == [], q
         else:
-            assert set(q) == {"id", "question", "kind", "gold", "answer"}, q
+            assert set(q) - {"follow_up"} == {"id", "question", "kind", "gold", "answer"}, q
+            assert_follow_up(q, {other["question"] for other in questions})
             assert gold, q
             answer = q["answer"]
             assert isinstance(answer, str), q
             assert answer.strip(), q
         if q["kind"] == "multi":
             assert len(gold) >= 2, q
+
+
+def assert_follow_up(q: dict[str, object], asked: set[object]) -> None:
+    """An optional two-turn way to ask ``q``: ``after`` is another question of the set."""
+    if "follow_up" not in q:
+        return
+    follow_up = q["follow_up"]
+    assert isinstance(follow_up, dict), q
+    assert set(follow_up) == {"after", "question"}, q
+    assert follow_up["after"] in asked, q
+    assert isinstance(follow_up["question"], str), q
+    assert follow_up["question"].strip(), q
+    assert q["gold"], "a follow-up of an unanswerable question has no answer to reach"
 
 
 def assert_ids_in_order(questions: list[dict[str, object]], prefix: str) -> None:
