@@ -9,13 +9,28 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from assistant.types import ANONYMOUS, Answer, SearchFilters, SearchResult, Turn, User
+from assistant.types import (
+    ANONYMOUS,
+    Answer,
+    SearchFilters,
+    SearchResult,
+    TokenVectors,
+    Turn,
+    User,
+)
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["AnswerStream", "ChatModel", "ChatService", "Embedder", "Searcher"]
+__all__ = [
+    "AnswerStream",
+    "ChatModel",
+    "ChatService",
+    "Embedder",
+    "Searcher",
+    "TokenEmbedder",
+]
 
 
 class Embedder(Protocol):
@@ -46,6 +61,20 @@ class Embedder(Protocol):
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Return one row per text, in input order.
+
+        Raises:
+            EmbeddingError: The model failed.
+        """
+        ...
+
+
+class TokenEmbedder(Embedder, Protocol):
+    """An embedder that also returns each text's word-piece vectors from the same run."""
+
+    def embed_tokens(
+        self, texts: Sequence[str]
+    ) -> tuple[npt.NDArray[np.float32], list[TokenVectors]]:
+        """Return `embed`'s rows and each text's `TokenVectors`, in input order.
 
         Raises:
             EmbeddingError: The model failed.

@@ -44,6 +44,7 @@ __all__ = [
     "TextBlock",
     "TextBlockKind",
     "TextLine",
+    "TokenVectors",
     "TokenWindow",
     "Turn",
     "User",
@@ -51,6 +52,18 @@ __all__ = [
     "shorten_heading",
     "shown_heading_path",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class TokenVectors:
+    """A text's word pieces and their L2-normalised contextual vectors (one row each).
+
+    What token-level late interaction compares: each of the question's pieces
+    meets its best match among a passage's pieces (max-sim).
+    """
+
+    pieces: tuple[str, ...]
+    vectors: npt.NDArray[np.float32]
 
 
 class Reasoning(str):

@@ -131,6 +131,18 @@ SIZE = ValueKind(
 )
 PHONE = ValueKind("a phone number", re.compile(r"\+?\(?\d[\d ()./-]{6,}\d"))
 
+# "What should I do?" asks for an action: an instruction or an obligation.
+ACTION = ValueKind(
+    "an action",
+    re.compile(
+        r"\b(?:must|should|shall|need to|needs to|are required to|is required to|have to|has to)\b|"
+        r"^\W*(?:please\s+)?(?:report|contact|call|tell|inform|notify|send|submit|email|write|ask|"
+        r"go|visit|complete|fill|return|change|reset|lock|apply|request|keep|do not|don't|never|"
+        r"always|first|then)\b",
+        re.I,
+    ),
+    decisive=False,
+)
 _YEAR = re.compile(r"\b(?:19|20)\d\d\b")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 RATE = ValueKind("a rate", re.compile(f"{PERCENTAGE.stated.pattern}|{AMOUNT.stated.pattern}", re.I))
@@ -186,6 +198,14 @@ _ASKS: tuple[tuple[re.Pattern[str], ValueKind], ...] = (
         COUNT,
     ),
     (re.compile(r"^\W*when\b", re.I), TIME),
+    (
+        re.compile(
+            r"\bwhat (?:should|do|must|can|shall) (?:i|we|you|staff|they) do\b|"
+            r"\bwhat (?:are|is) the (?:steps|procedure|process)\b|\bwhat steps\b",
+            re.I,
+        ),
+        ACTION,
+    ),
 )
 
 
@@ -211,6 +231,10 @@ def asked_value(question: str) -> ValueKind | None:
         return None
     for asks, kind in _ASKS:
         if asks.search(asking):
+            # Of a two-part question ("What should I do if ..., and when must ...?")
+            # each part asks for its own value; the action is the first part's only.
+            if kind is ACTION and question_parts(question):
+                return None
             return kind
     return None
 

@@ -17,7 +17,8 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from assistant.answering.asking import ASKING_WORDS, asked_value, missing_years
+from assistant.answering.answerability import Decision, decide
+from assistant.answering.asking import ASKING_WORDS
 from assistant.answering.citations import defuse_markers
 from assistant.answering.ranking import (
     DEFAULT_WEIGHTS,
@@ -29,6 +30,7 @@ from assistant.answering.ranking import (
     rank_units,
 )
 from assistant.answering.units import segment
+from assistant.answering.wholes import whole_table
 from assistant.protocols import Embedder
 from assistant.types import Hit
 from assistant.words import STOPWORDS, WORD, content_words, quoted_list
@@ -87,16 +89,6 @@ _IRREGULAR = {
     "people": "person",
 }
 _MIN_STEM = 4
-# "Not covered" when the best unit is neither this close in meaning nor covers
-# this share of the question's focus words (tuned on the sample and dev sets).
-_COSINE_FLOOR = 0.4
-_COSINE_WITH_WORDS = 0.2
-_WORDS_FLOOR = 0.1
-_STRICT_EXTRA = 0.15
-_JOINT_UNITS = 3
-# A question asking for a value is answered only if one of this many best units states one.
-_VALUE_UNITS = 5
-_VALUE_TOPIC = 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +115,7 @@ class Draft:
     covered: bool
     reason: str = ""
     unknown_words: tuple[str, ...] = ()
+    decision: Decision | None = None
 
     @property
     def text(self) -> str:
@@ -157,6 +150,7 @@ def draft_extractive(
     unknown_words: Sequence[str] = (),
     retrieval_matched: bool = True,
     weights: Weights = DEFAULT_WEIGHTS,
+    added: Sequence[str] = (),
 ) -> Draft:
     """Rank the units of ``sources`` for ``question`` and decide whether they answer it.
 
@@ -170,26 +164,39 @@ def draft_extractive(
         retrieval_matched: Whether retrieval judged its best hits a good match;
             when it did not, a unit must be closer to the question to answer it.
         weights: The ranking's weights.
+        added: What a follow-up adds to the earlier topic ("interns"); a draft
+            no candidate unit of which names it is not covered.
     """
     unknown = relevant_unknown_words(unknown_words, sources)
     ranked = rank_units(
         question, _candidates(sources), embedder=embedder, unknown_words=unknown, weights=weights
     )
-    covered, reason = _verdict(
+    decision = decide(
         question,
         ranked,
         focus_words(question, unknown),
         unknown,
+        doubted=not retrieval_matched,
         with_meaning=embedder is not None,
-        strict=not retrieval_matched,
+        added=added,
     )
-    passages = tuple(_passage(r) for r in choose(ranked, weights=weights)) if covered else ()
+    covered = decision.covered
+    candidates = _candidates(sources)
+    passages = _passages(question, choose(ranked, weights=weights), candidates) if covered else ()
     logger.debug(
-        "offline draft: %s, best cosine %.2f",
-        "covered" if covered else f"not covered ({reason})",
-        ranked[0].cosine if ranked else 0.0,
+        "offline draft: %s, p(answers) %.2f",
+        "covered" if covered else f"not covered ({decision.reason})",
+        decision.probability,
     )
-    return Draft(passages, covered=covered, reason=reason, unknown_words=unknown)
+    # The note on words no document uses only matters when the answer is weak:
+    # an answer judged covered never carries it (a refusal names them in its reason).
+    return Draft(
+        passages,
+        covered=covered,
+        reason=decision.reason,
+        unknown_words=() if covered else unknown,
+        decision=decision,
+    )
 
 
 def extract_passages(
@@ -277,58 +284,23 @@ def _source_text(hit: Hit) -> str:
     return hit.section_text or hit.chunk.body
 
 
+def _passages(
+    question: str, chosen: Sequence[Ranked], candidates: Sequence[Candidate]
+) -> tuple[Passage, ...]:
+    """Return the quoted passages; an "each/all" question gets its table whole, once."""
+    table = whole_table(question, chosen, candidates)
+    if table is None:
+        return tuple(_passage(r) for r in chosen)
+    whole = Passage(table.number, table.text, chosen[0].score, table.position, is_table=True)
+    rest = [
+        _passage(r)
+        for r in chosen
+        if r.text not in table.rows
+        and not (r.candidate.unit.is_table and r.candidate.number == table.number)
+    ]
+    return (whole, *rest)
+
+
 def _passage(ranked: Ranked) -> Passage:
     c = ranked.candidate
     return Passage(c.number, ranked.shown, ranked.score, c.unit.position, c.unit.is_table)
-
-
-def _states(ranked: Ranked) -> bool:
-    """Return whether a unit states the asked value about the question's topic, not another's."""
-    return ranked.figure and ranked.words + ranked.place >= _VALUE_TOPIC
-
-
-def _verdict(
-    question: str,
-    ranked: Sequence[Ranked],
-    focus: set[str],
-    unknown: Sequence[str],
-    *,
-    with_meaning: bool,
-    strict: bool,
-) -> tuple[bool, str]:
-    """Decide whether the best units address the question's focus.
-
-    The focus counts as covered by the best few units together (a two-part
-    question is answered by two units); with an embedder the best unit's
-    cosine can vouch for a paraphrase that shares no words.
-    """
-    if not ranked:
-        return False, "the closest sections have no passage to quote"
-    top = ranked[:_JOINT_UNITS]
-    found = set().union(*(r.found for r in top))
-    share = len(found) / len(focus) if focus else 1.0
-    extra = _STRICT_EXTRA if strict else 0.0
-    if with_meaning:
-        cosine = max(r.cosine for r in top)
-        answers = cosine >= _COSINE_FLOOR + extra or (
-            cosine >= _COSINE_WITH_WORDS + extra and share >= _WORDS_FLOOR
-        )
-    else:
-        answers = share >= _WORDS_FLOOR + extra
-    years = missing_years(question, (r.text for r in ranked))
-    if answers and years:
-        return False, f"none of the closest sections mentions {quoted_list(list(years))}"
-    kind = asked_value(question)
-    if (
-        answers
-        and kind is not None
-        and kind.decisive
-        and not any(_states(r) for r in ranked[:_VALUE_UNITS])
-    ):
-        return False, f"none of the closest sections states {kind.name} for this"
-    if answers:
-        return True, ""
-    missing = list(unknown)[:3]
-    if missing:
-        return False, f"no passage of the closest sections is about {quoted_list(missing)}"
-    return False, "no passage of the closest sections addresses the question"

@@ -23,11 +23,13 @@ something new.
 from __future__ import annotations
 
 import functools
+import itertools
 import logging
 import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -39,7 +41,8 @@ from assistant.answering.asking import (
     wanted_value,
 )
 from assistant.answering.units import AnswerUnit
-from assistant.protocols import Embedder
+from assistant.protocols import Embedder, TokenEmbedder
+from assistant.types import TokenVectors
 from assistant.words import WORD, content_words
 
 __all__ = [
@@ -49,6 +52,8 @@ __all__ = [
     "Weights",
     "choose",
     "focus_words",
+    "key_phrases",
+    "late_interaction",
     "matched",
     "rank_units",
 ]
@@ -100,6 +105,14 @@ class Weights:
     max_words: int = 60
     # A sentence repeating the best table row leads when it scores within this of it.
     prose: float = 0.2
+    # Token-level late interaction (the question's word pieces each meeting their
+    # best match among the unit's, max-sim averaged), from the same model run.
+    late: float = 0.0
+    # The share of the question's key phrases (two adjacent topic words) found
+    # together in the unit with its heading path.
+    phrase: float = 0.0
+    # Whether the best unit stating the asked value joins an answer whose lead does not.
+    stating: bool = True
 
 
 DEFAULT_WEIGHTS = Weights()
@@ -127,6 +140,8 @@ class Ranked:
     found: frozenset[str] = frozenset()
     # How well the unit answers each part of a two-part question.
     parts: tuple[float, ...] = ()
+    # Token-level late interaction with the question (0 without word-piece vectors).
+    late: float = 0.0
 
     @property
     def text(self) -> str:
@@ -157,8 +172,14 @@ def rank_units(
     embedder: Embedder | None,
     unknown_words: Sequence[str] = (),
     weights: Weights = DEFAULT_WEIGHTS,
+    token_level: bool = False,
 ) -> list[Ranked]:
     """Return ``candidates`` scored for ``question``, best first.
+
+    With ``token_level`` (and an embedder that returns word-piece vectors) each
+    unit also gets its token-level late interaction with the question, from the
+    same model run; it lost as a ranking signal on every set (docs/answer-eval.md),
+    so it is measured, not used, by default.
 
     Only the best ``_MAX_CANDIDATES`` by words, place and rank are embedded,
     so one question costs one embedding call of bounded size. Words no indexed
@@ -185,7 +206,13 @@ def rank_units(
         key=lambda s: -(weights.words * s[1] + weights.place * s[2] + weights.rank / s[0].rank),
     )[:_MAX_CANDIDATES]
     parts = question_parts(question)
-    cosines, *part_cosines = _cosines((question, *parts), [s[0] for s in prior], embedder)
+    (cosines, *part_cosines), late = _cosines(
+        (question, *parts),
+        [s[0] for s in prior],
+        embedder,
+        token_level=token_level or weights.late > 0,
+    )
+    phrases = key_phrases(question, wanted)
     part_words = [focus_words(p, unknown_words) & wanted for p in parts]
     part_kinds = [asked_value(p) for p in parts]
     logger.debug("ranked %d of %d units (%d embedded)", len(prior), len(candidates), len(cosines))
@@ -197,6 +224,8 @@ def rank_units(
             + weights.place * place
             + weights.structure * figure
             + weights.rank / candidate.rank
+            + weights.late * late[i]
+            + weights.phrase * _phrase_share(phrases, candidate.unit)
             - weights.label * _is_label(candidate.unit)
             - weights.meta * _is_meta(candidate.unit)
             - weights.fragment * _is_fragment(candidate.unit),
@@ -211,6 +240,7 @@ def rank_units(
                 + weights.structure * (pk is not None and states_value(pk, _plain(candidate.unit)))
                 for pc, pw, pk in zip(part_cosines, part_words, part_kinds, strict=True)
             ),
+            late[i],
         )
         for i, ((candidate, words, place, figure, found), cosine) in enumerate(
             zip(prior, cosines, strict=True)
@@ -232,7 +262,7 @@ def choose(ranked: Sequence[Ranked], *, weights: Weights = DEFAULT_WEIGHTS) -> l
     ranked = _prose_first(ranked, weights)
     best = ranked[0]
     chosen = [best]
-    for part in _part_answers(ranked, weights):
+    for part in [*_stating(ranked, weights), *_part_answers(ranked, weights)]:
         if part not in chosen and _fits(part, chosen, weights):
             chosen.append(part)
     covered = set().union(*(c.found for c in chosen))
@@ -247,6 +277,24 @@ def choose(ranked: Sequence[Ranked], *, weights: Weights = DEFAULT_WEIGHTS) -> l
         chosen.append(other)
         covered |= other.found
     return chosen
+
+
+def _stating(ranked: Sequence[Ranked], weights: Weights) -> list[Ranked]:
+    """Return the best unit stating the asked value when the best unit overall does not.
+
+    "I lost my work laptop, what should I do?": the best match names the topic
+    ("Examples include a lost laptop..."), the unit that answers states the
+    action ("Report every suspected incident to the ICT service desk...").
+    """
+    if not weights.stating or ranked[0].figure:
+        return []
+    best = ranked[0].score
+    for other in ranked[1:]:
+        if other.score < best - weights.reach:
+            break
+        if other.figure:
+            return [other]
+    return []
 
 
 def _part_answers(ranked: Sequence[Ranked], weights: Weights) -> list[Ranked]:
@@ -343,15 +391,84 @@ def _same_stem(a: str, b: str) -> bool:
 
 
 def _cosines(
-    queries: Sequence[str], candidates: Sequence[Candidate], embedder: Embedder | None
-) -> list[list[float]]:
-    """Return each query's cosine to each candidate, from one embedding call."""
+    queries: Sequence[str],
+    candidates: Sequence[Candidate],
+    embedder: Embedder | None,
+    *,
+    token_level: bool,
+) -> tuple[list[list[float]], list[float]]:
+    """Return each query's cosine to each candidate, and the first query's late interaction.
+
+    One embedding call; the late interaction comes from the same model run when
+    the embedder returns word-piece vectors (else it is 0 for every candidate).
+    """
     if embedder is None or not candidates:
-        return [[0.0] * len(candidates) for _ in queries]
+        return [[0.0] * len(candidates) for _ in queries], [0.0] * len(candidates)
     texts = [*queries, *(_embedded(c.unit) for c in candidates)]
-    vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
+    tokens = _token_embedder(embedder) if token_level else None
+    if tokens is None:
+        vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
+        late = [0.0] * len(candidates)
+    else:
+        vectors, pieces = tokens.embed_tokens(texts)
+        late = late_interaction(pieces[0], pieces[len(queries) :])
     units = vectors[len(queries) :]
-    return [[float(v) for v in units @ q] for q in vectors[: len(queries)]]
+    return [[float(v) for v in units @ q] for q in vectors[: len(queries)]], late
+
+
+def late_interaction(question: TokenVectors, units: Sequence[TokenVectors]) -> list[float]:
+    """Return, for each unit, the mean over the question's topic pieces of their best cosine.
+
+    Pieces of stopwords, asking words ("how", "many") and punctuation are left
+    out; a piece continuing a word ("##code") counts with its word.
+    """
+    keep = [i for i, p in enumerate(question.pieces) if _topic_piece(question.pieces, i)]
+    if not keep:
+        keep = list(range(len(question.pieces)))
+    if not keep:
+        return [0.0] * len(units)
+    asked = question.vectors[keep]
+    out = []
+    for unit in units:
+        if not len(unit.pieces):
+            out.append(0.0)
+            continue
+        out.append(float((asked @ unit.vectors.T).max(axis=1).mean()))
+    return out
+
+
+def _topic_piece(pieces: Sequence[str], index: int) -> bool:
+    start = index
+    while start > 0 and pieces[start].startswith("##"):
+        start -= 1
+    word = pieces[start]
+    for piece in pieces[start + 1 :]:
+        if not piece.startswith("##"):
+            break
+        word += piece[2:]
+    return bool(content_words(word) - ASKING_WORDS)
+
+
+def key_phrases(question: str, wanted: set[str]) -> list[tuple[str, str]]:
+    """Return the question's key phrases: two adjacent topic words ("car insurance")."""
+    stems = [next(iter(content_words(w)), "") for w in WORD.findall(question)]
+    stems = [s if s in wanted else "" for s in stems]
+    return [(a, b) for a, b in itertools.pairwise(stems) if a and b and a != b]
+
+
+def _phrase_share(phrases: Sequence[tuple[str, str]], unit: AnswerUnit) -> float:
+    if not phrases:
+        return 0.0
+    words = content_words(" ".join((unit.text, unit.context, *unit.headings)))
+    return sum(len(matched({a, b}, words)) == 2 for a, b in phrases) / len(phrases)
+
+
+def _token_embedder(embedder: Embedder) -> TokenEmbedder | None:
+    # Looked up by name: an isinstance check on the protocol would read the
+    # embedder's properties, which for a remote embedder costs a request.
+    if callable(getattr(embedder, "embed_tokens", None)):
+        return cast("TokenEmbedder", embedder)
+    return None
 
 
 def _embedded(unit: AnswerUnit) -> str:

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
+from assistant.answering.asking import ASKING_WORDS
 from assistant.errors import LLMError
 from assistant.types import Turn
 from assistant.words import STOPWORDS, content_words
@@ -30,12 +31,35 @@ logger = logging.getLogger(__name__)
 _FOLLOW_UP_START = re.compile(
     r"^\s*(?:and|or|but|also|then|so|what about|how about|what if|same|ok|okay)\b", re.I
 )
+# Words that point back at something said before. "they", "their", "there" and
+# "one" are left out: they usually point inside the question itself ("Can staff
+# bring their dogs?", "Is there a gym?").
 _PRONOUN = re.compile(
-    r"\b(?:it|its|that|this|these|those|they|them|their|there|one|ones|same|above|former|latter)\b",
+    r"\b(?:it|its|that|this|these|those|them|same|above|former|latter)\b",
     re.I,
+)
+# "that" introducing a clause ("the rule that applies") points nowhere.
+_CLAUSE_THAT = re.compile(
+    r"\b(?:so|such|now|given|provided)\s+that\b|\bthat\s+(?:i|we|you|my|our|the|a|an)\b", re.I
 )
 _WORD = re.compile(r"[^\W_]+(?:-[^\W_]+)*", re.UNICODE)
 _SHORT = 2
+# "Does it roll over?", "Do they keep vesting?", "How much does it cost?": the
+# question's subject is something said before.
+_SUBJECT_POINTS_BACK = re.compile(
+    r"^\s*(?:(?:what|which|who|when|where|why|how)(?:\s+(?:much|many|long|often|soon))?\s+)?"
+    r"(?:is|are|was|were|do|does|did|can|could|will|would|should|shall|must|has|have)\s+"
+    r"(?:it|they|these|those|this|that)\b",
+    re.I,
+)
+_QUESTION_START = re.compile(
+    r"^\s*(?:what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|can|"
+    r"could|may|might|will|would|should|shall|must|has|have|am)\b",
+    re.I,
+)
+# A question that points back ("Is that allowed for contractors?") is a follow-up
+# unless it names more than this many content words of its own.
+_POINTING = 2
 _MAX_QUERY_CHARS = 300
 
 REWRITE_INSTRUCTIONS = (
@@ -60,6 +84,9 @@ class Rewrite:
 
     query: str
     method: Literal["none", "heuristic", "llm"]
+    # What a follow-up adds to the earlier topic, as typed ("interns" of "what
+    # about for interns?"): a passage that answers it must name it.
+    added: tuple[str, ...] = ()
 
     @property
     def rewritten(self) -> bool:
@@ -68,11 +95,25 @@ class Rewrite:
 
 
 def needs_rewrite(question: str, history: Sequence[Turn]) -> bool:
-    """Return whether ``question`` reads as a follow-up to an earlier user turn."""
+    """Return whether ``question`` reads as a follow-up to an earlier user turn.
+
+    A follow-up opens like one ("and ...", "what about ..."), is too short to
+    name a topic ("Part-time?"), or points back ("Does it apply to interns?")
+    while naming little of its own. A question that names its own topic
+    ("Can staff bring their dogs to the office?") stands on its own and is
+    never merged with the previous turn.
+    """
     if not any(turn.role == "user" for turn in history):
         return False
-    if _FOLLOW_UP_START.match(question) or _PRONOUN.search(question):
+    if _FOLLOW_UP_START.match(question) or _SUBJECT_POINTS_BACK.match(question):
         return True
+    own = len(_topic_words(question))
+    points_back = bool(_PRONOUN.search(_CLAUSE_THAT.sub(" ", question)))
+    if points_back:
+        return own <= _POINTING
+    if _QUESTION_START.match(question):
+        # A whole question ("Is there a gym subsidy?") names its topic if it has one.
+        return own == 0
     return len(_keywords(question)) <= _SHORT
 
 
@@ -86,11 +127,12 @@ class QueryRewriter:
         """Return the standalone query for ``question`` given the earlier turns."""
         if not needs_rewrite(question, history):
             return Rewrite(question, "none")
+        added = _added(question, _topic(history))
         if self._completer is not None:
             query = self._with_model(question, history)
             if query:
-                return Rewrite(query, "llm")
-        return Rewrite(_heuristic(question, history), "heuristic")
+                return Rewrite(query, "llm", added)
+        return Rewrite(_heuristic(question, history), "heuristic", added)
 
     def _with_model(self, question: str, history: Sequence[Turn]) -> str:
         assert self._completer is not None
@@ -145,6 +187,23 @@ def _strip_opening(question: str) -> str:
         if shorter == core or not shorter:
             return core
         core = shorter
+
+
+def _added(question: str, previous: str) -> tuple[str, ...]:
+    """Return the follow-up's own topic words that the earlier topic lacks, as typed."""
+    earlier = content_words(previous)
+    return tuple(
+        dict.fromkeys(
+            w
+            for w in _keywords(_strip_opening(question))
+            if _topic_words(w) and not _topic_words(w) <= earlier
+        )
+    )
+
+
+def _topic_words(text: str) -> set[str]:
+    """Return what a question is about: its content words minus the asking words."""
+    return content_words(text) - ASKING_WORDS
 
 
 def _keywords(text: str) -> list[str]:

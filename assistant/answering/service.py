@@ -344,7 +344,9 @@ class Assistant:
                 tokenizer=self._tokenizer,
             )
             if self._model is None:
-                produce, mode, prompt, result = self._offline(rewrite.query, prompt, result)
+                produce, mode, prompt, result = self._offline(
+                    rewrite.query, prompt, result, added=rewrite.added
+                )
             else:
                 produce, mode = self._producer(prompt), "model"
                 fallback = self._fallback_to_offline(rewrite.query, prompt, result)
@@ -371,7 +373,7 @@ class Assistant:
         return fallback
 
     def _offline(
-        self, query: str, prompt: Prompt, result: SearchResult
+        self, query: str, prompt: Prompt, result: SearchResult, *, added: Sequence[str] = ()
     ) -> tuple[Callable[[], Iterator[str]], str, Prompt | None, SearchResult]:
         """Draft the extractive answer now; it decides "not covered" from what it could quote.
 
@@ -386,6 +388,7 @@ class Assistant:
             embedder=self._embedder,
             unknown_words=result.unknown_words,
             retrieval_matched=not result.no_good_match,
+            added=added,
         )
         if draft.covered:
             answered = replace(result, no_good_match=False, no_match_reason="")

@@ -36,6 +36,7 @@ from assistant.embeddings.model_files import (
     verify_sha256,
 )
 from assistant.errors import EmbeddingError
+from assistant.types import TokenVectors
 
 if TYPE_CHECKING:
     import onnxruntime as ort
@@ -163,7 +164,55 @@ class OnnxEmbedder:
             out[rows] = self._run(loaded, [ids[i] for i in rows])
         return out
 
+    def embed_tokens(
+        self, texts: Sequence[str]
+    ) -> tuple[npt.NDArray[np.float32], list[TokenVectors]]:
+        """Return `embed`'s rows and, from the same model run, each text's word-piece vectors.
+
+        The word-piece vectors are the model's last hidden states before pooling,
+        each L2-normalised, without [CLS], [SEP] or padding: what token-level
+        late interaction (max-sim) compares.
+
+        Raises:
+            EmbeddingError: The model could not be loaded or failed on a batch.
+        """
+        out = np.zeros((len(texts), DIMENSION), dtype=np.float32)
+        tokens: list[TokenVectors] = [TokenVectors((), np.zeros((0, DIMENSION), np.float32))] * len(
+            texts
+        )
+        if not texts:
+            return out, tokens
+        loaded = self._load()
+        encodings = loaded.embed_tok.encode_batch(list(texts))
+        ids = [np.asarray(e.ids, dtype=np.int64) for e in encodings]
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            states = self._states(loaded, [ids[i] for i in rows])
+            if states.ndim != 3:  # a model that pools itself has no word-piece states
+                out[rows] = _pool_and_normalise(states, np.ones((len(rows), 1), np.int64))
+                continue
+            mask = np.zeros(states.shape[:2], dtype=np.int64)
+            for j, i in enumerate(rows):
+                mask[j, : len(ids[i])] = 1
+                pieces = tuple(encodings[i].tokens[1:-1])
+                vectors = states[j, 1 : len(ids[i]) - 1]
+                norms = np.clip(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12, None)
+                tokens[i] = TokenVectors(pieces, (vectors / norms).astype(np.float32))
+            out[rows] = _pool_and_normalise(states, mask)
+        return out, tokens
+
     def _run(self, loaded: _Loaded, batch: list[npt.NDArray[np.int64]]) -> npt.NDArray[np.float32]:
+        longest = max(len(row) for row in batch)
+        mask = np.zeros((len(batch), longest), dtype=np.int64)
+        for i, row in enumerate(batch):
+            mask[i, : len(row)] = 1
+        return _pool_and_normalise(self._states(loaded, batch), mask)
+
+    def _states(
+        self, loaded: _Loaded, batch: list[npt.NDArray[np.int64]]
+    ) -> npt.NDArray[np.float32]:
+        """Return the model's output for one batch, padded to its longest row."""
         longest = max(len(row) for row in batch)
         input_ids = np.zeros((len(batch), longest), dtype=np.int64)
         mask = np.zeros((len(batch), longest), dtype=np.int64)
@@ -177,7 +226,7 @@ class OnnxEmbedder:
             (output,) = loaded.session.run([loaded.output_name], feeds)
         except Exception as exc:  # onnxruntime raises its own unexported exception types
             raise EmbeddingError(f"the local embedding model failed on a batch: {exc}") from exc
-        return _pool_and_normalise(np.asarray(output, dtype=np.float32), mask)
+        return np.asarray(output, dtype=np.float32)
 
     def _load(self) -> _Loaded:
         loaded = self._loaded

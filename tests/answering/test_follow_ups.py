@@ -119,3 +119,41 @@ def test_a_chain_of_fragments_keeps_the_first_topic() -> None:
     )
     query = QueryRewriter().rewrite("what about for members under 6 months?", history).query
     assert query == "interest rate development loans for members under 6 months"
+
+
+LEAVE_TALK = (
+    Turn("user", "How much paternity leave do fathers get?"),
+    Turn("assistant", "Two weeks [1]."),
+    Turn("user", "and if we adopt?"),
+    Turn("assistant", "The same [1]."),
+)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Can staff bring their dogs to the office?",
+        "Is there a gym subsidy?",
+        "Do we have a policy on car insurance for staff?",
+    ],
+)
+def test_a_question_naming_its_own_topic_is_never_merged(question: str) -> None:
+    rewrite = QueryRewriter().rewrite(question, LEAVE_TALK)
+    assert rewrite.query == question
+    assert "paternity" not in rewrite.query
+
+
+@pytest.mark.parametrize(
+    ("question", "added"),
+    [
+        ("What about for interns?", ("interns",)),
+        ("Does it roll over to next year?", ("roll", "next", "year")),
+        ("Do they get it too if they work part-time?", ("work", "part-time")),
+    ],
+)
+def test_a_real_follow_up_keeps_the_topic_and_adds_its_constraint(
+    question: str, added: tuple[str, ...]
+) -> None:
+    rewrite = QueryRewriter().rewrite(question, LEAVE_TALK)
+    assert "paternity leave" in rewrite.query
+    assert set(added) <= set(rewrite.added)

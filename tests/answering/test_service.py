@@ -130,13 +130,13 @@ def test_offline_mode_answers_with_citations() -> None:
     assert any(line == "mode: extractive" for line in run.trace())
 
 
-def test_offline_mode_names_question_words_the_policies_never_use() -> None:
-    searcher = FakeSearcher(unknown_words=("sabbatical",))
-    run = offline(searcher).ask("How many days of sabbatical annual leave do staff get?")
+def test_a_covered_offline_answer_carries_no_unknown_word_note() -> None:
+    searcher = FakeSearcher(unknown_words=("kindly",))
+    run = offline(searcher).ask("How many days of annual leave do full-time members get kindly?")
     text = "".join(run)
-    assert "the policy documents never use the word “sabbatical”" in text
-    assert "25 days of annual leave" in text  # the passages are still quoted
-    assert run.answer().unsupported_sentences == ()
+    assert run.mode == "extractive"
+    assert "never use the word" not in text
+    assert "25 days of annual leave" in text
 
 
 def test_a_weak_match_goes_to_the_model_and_the_trace_says_so(server: FakeOpenAIServer) -> None:
