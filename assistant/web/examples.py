@@ -63,7 +63,48 @@ _GENERIC = frozenset(
         "frequently",
         "asked",
         "questions",
+        "section",
+        "sections",
+        "other",
+        "misc",
+        "miscellaneous",
+        "examples",
+        "example",
+        "details",
+        "more",
+        "information",
+        "resources",
+        "links",
+        "note",
     ]
+)
+# A title ending in one of these names a document, so "the <title>" reads as English
+# ("the Staff Leave Policy"); any other title ("How We Work") is no noun to say "the" to.
+_DOCUMENT_NOUNS = frozenset(
+    {
+        "policy",
+        "policies",
+        "procedure",
+        "procedures",
+        "handbook",
+        "guide",
+        "guidelines",
+        "terms",
+        "statement",
+        "plan",
+        "schedule",
+        "charter",
+        "code",
+        "agreement",
+        "notice",
+        "rules",
+        "standard",
+        "standards",
+        "faq",
+        "manual",
+        "regulations",
+        "framework",
+    }
 )
 _GENERIC_PHRASES = frozenset({"version history", "revision history", "table of contents"})
 _JOINERS = frozenset({"and", "of", "the", "a", "an", "to", "for", "in", "on", "with"})
@@ -144,20 +185,23 @@ def _questions_of(chunk: Chunk, title: str) -> Iterable[tuple[str, str]]:
 
 
 def _heading_question(heading: str, title: str) -> str:
-    """Return "What does <title> say about <heading>?", or "" for a generic heading."""
+    """Return "What does the <title> say about <heading>?", or "" for a heading no topic."""
     text = _ENUMERATION.sub("", " ".join(heading.split())).strip(" :.")
     words = _WORDS.findall(text)
     if text.endswith("?") or not 1 <= len(words) <= 6 or text.lower() in _GENERIC_PHRASES:
         return ""
-    if len(words) == 1 and words[0].lower() in _GENERIC:
-        return ""
     if all(word.lower() in _GENERIC or word.lower() in _JOINERS for word in words):
+        return ""
+    # "Remotely", "Quickly": a lone adverb is how a section is done, not what it is about.
+    if len(words) == 1 and words[0].lower().endswith("ly"):
         return ""
     # Title Case reads oddly mid-sentence; acronyms and names with inner capitals stay.
     topic = " ".join(w.lower() if w[1:].islower() else w for w in text.split())
-    question = f"What does the {title} say about {topic}?"
-    if len(question) > MAX_CHARS:
-        question = f"What do the policies say about {topic}?"
+    title_words = _WORDS.findall(title)
+    question = f"What do the policies say about {topic}?"
+    if title_words and title_words[-1].lower() in _DOCUMENT_NOUNS:
+        named = f"What does the {title.removeprefix('The ')} say about {topic}?"
+        question = named if len(named) <= MAX_CHARS else question
     return question if len(question) <= MAX_CHARS else ""
 
 
