@@ -261,9 +261,17 @@ def test_a_stopped_answer_is_kept_as_stopped(served: Served, browser: Any) -> No
     assert "in progress" not in shown
 
 
-def test_feedback_on_a_restored_answer_reaches_its_record(served: Served, browser: Any) -> None:
-    page = open_page(browser.new_context())
-    page.goto(served.url, wait_until="load")
+def test_feedback_on_a_restored_answer_reaches_its_record(
+    with_logins: Served, browser: Any
+) -> None:
+    """A logged-in user rates an answer restored after a reload.
+
+    Logged in: since D7 (issue 27) only the user or anonymous *session* that got an
+    answer may rate it, and a reload starts a new Gradio session, so an anonymous
+    reader cannot rate a restored answer (docs/hardening.md, round three, R16).
+    """
+    served = with_logins
+    page = _log_in(browser.new_context(), served.url, "ann")
     question = "Restored: what is the emergency loan interest rate?"
     _ask(page, question)
     page.reload(wait_until="load")
