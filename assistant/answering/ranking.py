@@ -165,6 +165,29 @@ class Ranked:
         return f"{lead} … {text}"
 
 
+def _score(
+    weights: Weights,
+    candidate: Candidate,
+    signals: tuple[float, float, float, bool, float],
+    phrases: Sequence[tuple[str, str]],
+) -> float:
+    """Return a unit's score from its signals (cosine, words, place, figure, late)."""
+    cosine, words, place, figure, late = signals
+    unit = candidate.unit
+    return (
+        weights.meaning * cosine
+        + weights.words * words
+        + weights.place * place
+        + weights.structure * figure
+        + weights.rank / candidate.rank
+        + weights.late * late
+        + weights.phrase * _phrase_share(phrases, unit)
+        - weights.label * _is_label(unit)
+        - weights.meta * _is_meta(unit)
+        - weights.fragment * _is_fragment(unit)
+    )
+
+
 def rank_units(
     question: str,
     candidates: Sequence[Candidate],
@@ -219,16 +242,7 @@ def rank_units(
     ranked = [
         Ranked(
             candidate,
-            weights.meaning * cosine
-            + weights.words * words
-            + weights.place * place
-            + weights.structure * figure
-            + weights.rank / candidate.rank
-            + weights.late * late[i]
-            + weights.phrase * _phrase_share(phrases, candidate.unit)
-            - weights.label * _is_label(candidate.unit)
-            - weights.meta * _is_meta(candidate.unit)
-            - weights.fragment * _is_fragment(candidate.unit),
+            _score(weights, candidate, (cosine, words, place, figure, late[i]), phrases),
             cosine,
             words,
             place,

@@ -55,6 +55,9 @@ html, body, gradio-app {{ height: 100%; }}
 #chat {{ flex: 1 1 0 !important; min-height: 12rem !important; }}
 .gradio-container footer {{ margin-top: 0 !important; padding: 2px 0 !important; }}
 .gradio-container footer, .gradio-container footer * {{ color: {SUBDUED_TEXT} !important; }}
+/* Gradio's elapsed-time counter ("0.1s") fades over the chat while an answer starts:
+   staff need no stopwatch, and half faded it is unreadable (contrast under 4.5:1). */
+.gradio-container .progress-text {{ display: none !important; }}
 /* A ring on whatever has the keyboard focus, the question box included. */
 .gradio-container :focus-visible, #chat-input textarea:focus {{
   outline: 3px solid {FOCUS_RING} !important; outline-offset: 1px; }}
@@ -182,12 +185,15 @@ JS = """
   const NAMES = [["#chat-input .submit-button", "Send question"],
                  ["#chat-input .stop-button", "Stop the answer"]];
   let busy = false;
-  function tend() {
-    for (const [selector, name] of NAMES) {
+  function name() {
+    for (const [selector, label] of NAMES) {
       document.querySelectorAll(selector).forEach((button) => {
-        if (!button.getAttribute("aria-label")) button.setAttribute("aria-label", name);
+        if (!button.getAttribute("aria-label")) button.setAttribute("aria-label", label);
       });
     }
+  }
+  function tend() {
+    name();
     document.querySelectorAll(".thought-group .title button.icon-button").forEach((inner) => {
       if (inner.getAttribute("aria-hidden") === "true") return;
       inner.setAttribute("aria-hidden", "true");
@@ -220,6 +226,9 @@ JS = """
   }
   let queued = false;
   new MutationObserver(() => {
+    // Named at once: a button Gradio mounts again (Send after Stop) is never nameless,
+    // even for the frame the rest of the tending waits for.
+    name();
     if (queued) return;
     queued = true;
     requestAnimationFrame(() => { queued = false; tend(); });

@@ -268,6 +268,8 @@ def test_filters_show_in_the_header_reach_a_no_match_answer_and_clear_with_the_c
     page.keyboard.press("Escape")
     page.get_by_text("Filters · 1 document", exact=True).first.wait_for()
 
+    # With a model the weak match goes to it (issue 25); its "not covered" is the no-match answer.
+    sample.replies["next"] = Reply(text="The policy documents do not cover this.", delay=0.01)
     ask(page, "What is the emergency loan interest rate for a development loan guarantor?")
     row = _answered(page)
     answer = row.locator(".message").first.inner_text()

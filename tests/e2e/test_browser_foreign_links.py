@@ -11,6 +11,7 @@ import pytest
 from tests.support.chromium import CHROMIUM, launched_chromium, open_page
 from tests.support.openai_server import Reply
 from tests.support.served_ui import (
+    Served,
     ask_and_wait,
     behind_fake_model,
 )
@@ -88,7 +89,7 @@ HOSTILE_DOC = (
 
 
 @pytest.fixture(scope="module")
-def hostile_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def hostile_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     pytest.importorskip("playwright.sync_api")
     base = tmp_path_factory.mktemp("d2")
     docs = base / "docs"
@@ -110,23 +111,27 @@ def hostile_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         # grounded only would withhold most of it before display.
         grounded_only=False,
     ) as served:
-        yield served.url
+        yield served
 
 
 @pytest.mark.browser
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is missing")
-def test_no_message_holds_a_link_to_another_host_or_mailto(hostile_app: str) -> None:
+def test_no_message_holds_a_link_to_another_host_or_mailto(hostile_app: Served) -> None:
     """D2: model output (a table and 80 random mixes), document text in Sources and
     titles in the no-match list, rendered by Gradio in Chromium: no foreign <a>."""
-    own = urlsplit(hostile_app).netloc
+    own = urlsplit(hostile_app.url).netloc
+    hostile = hostile_app.replies["next"]
     with launched_chromium() as browser:
         page = open_page(browser, timeout_ms=30_000)
-        page.goto(hostile_app + "/", wait_until="load")
-        for question in (
-            "Who do I contact for travel booking questions?",
-            "dog grooming schedule cats",
-        ):
-            ask_and_wait(page, question)
+        page.goto(hostile_app.url + "/", wait_until="load")
+        ask_and_wait(page, "Who do I contact for travel booking questions?")
+        # With a model the weak match goes to it (issue 25); its "not covered" brings
+        # the no-match list of closest titles.
+        hostile_app.replies["next"] = Reply(text="The policy documents do not cover this.")
+        try:
+            ask_and_wait(page, "dog grooming schedule cats")
+        finally:
+            hostile_app.replies["next"] = hostile
         page.wait_for_timeout(500)
         text = page.locator(".message-wrap").inner_text()
         hrefs = page.locator(".message-wrap a[href]").evaluate_all("els => els.map(e => e.href)")
