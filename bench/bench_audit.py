@@ -18,21 +18,19 @@ import sys
 import time
 from pathlib import Path
 
-from assistant.answering.service import build_assistant, finish
-from assistant.audit.log import open_audit_log
+from assistant.answering.service import finish
 from assistant.config import Settings
-from assistant.retrieval.factory import open_retriever
+from assistant.session.stack import open_stack
 from assistant.types import ANONYMOUS, SearchFilters
 from assistant.web.feedback import ChatAudit
 
 
 def main(index: Path, questions: Path) -> None:
     settings = Settings.from_env({"ASSISTANT_INDEX": str(index)})
-    retriever = open_retriever(settings)
-    service = build_assistant(settings, searcher=retriever, embedder=retriever.embedder)
-    log = open_audit_log(settings)
+    stack = open_stack(settings)
+    service, log = stack.assistant, stack.log
     assert log is not None, "ASSISTANT_AUDIT is off"
-    audit = ChatAudit(log, doc_meta=lambda source: retriever.snapshot().docs.get(source))
+    audit = ChatAudit(log, doc_meta=stack.doc_meta)
     costs, answer_ms = [], []
     lines = [json.loads(line) for line in questions.read_text().splitlines() if line.strip()]
     for line in lines:

@@ -1,8 +1,9 @@
 """The shape of the package: imports run down the stage order, one owner per outside library.
 
 The order is the one of `docs/architecture.md`:
-foundation < documents < chunking < embeddings < index < retrieval < answering < audit < web
-< api < cli.
+foundation < documents < chunking < embeddings < index < retrieval < answering < audit < session
+< {web, api, cli}: the three doors are siblings of one rank (the session rules are in
+`tests/session/test_layout_rules.py`).
 Every import counts, also those inside functions and under ``TYPE_CHECKING``, except the
 vendor rule, which ignores type-only imports (they load nothing at run time).
 """
@@ -33,10 +34,12 @@ STAGES = (
     "retrieval",
     "answering",
     "audit",
+    "session",
     "web",
     "api",
     "cli",
 )
+DOORS = ("web", "api", "cli")
 FOUNDATION = {"types", "errors", "config", "protocols", "tokens", "words", "openai_api", "users"}
 # Each outside library and the one module allowed to import it (starlette: the chat's
 # routes and the API's server are two servers, each owning its routes). An owner ending
@@ -90,8 +93,8 @@ def stage_of(module: str) -> int:
     if len(parts) == 1:  # the package itself re-exports the foundation
         return 0
     if parts[1] in FOUNDATION or parts[1] == "__main__":
-        return STAGES.index("cli") if parts[1] == "__main__" else 0
-    return STAGES.index(parts[1])
+        return STAGES.index("web") if parts[1] == "__main__" else 0
+    return STAGES.index("web" if parts[1] in DOORS else parts[1])
 
 
 def imports(tree: ast.Module, *, runtime_only: bool) -> Iterator[tuple[str, int]]:

@@ -541,25 +541,21 @@ def create_app() -> Starlette:
     Raises:
         AssistantError: A setting is invalid or the embedding model cannot be loaded.
     """
-    from assistant.answering.service import build_assistant
-    from assistant.audit.log import open_audit_log
-    from assistant.retrieval.factory import open_retriever
+    from assistant.session.stack import open_stack
 
     settings = Settings.from_env(os.environ)
-    retriever = open_retriever(settings)
-    service = build_assistant(settings, searcher=retriever, embedder=retriever.embedder)
+    stack = open_stack(settings)
     try:
         # Load the model now, not on this worker's first question (a second or two).
-        retriever.embedder.embed(["warm-up"])
+        stack.retriever.embedder.embed(["warm-up"])
     except AssistantError as exc:
         logger.warning("the embedding model failed to load: %s", exc)
     keys = open_key_store(settings)
     if not keys.configured() and not settings.api.anonymous_loopback:
         logger.warning("no API key in %s: every request gets 401", keys.path)
-    log = open_audit_log(settings)
-    audit = ApiAudit(log, doc_meta=lambda s: retriever.snapshot().docs.get(s)) if log else None
+    audit = ApiAudit(stack.log, doc_meta=stack.doc_meta) if stack.log else None
     logger.info("API worker %d ready", os.getpid())
-    return build_api(service, settings=settings, keys=keys, audit=audit)
+    return build_api(stack.assistant, settings=settings, keys=keys, audit=audit)
 
 
 def serve(settings: Settings, *, log_level: str = "warning") -> None:

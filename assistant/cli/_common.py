@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import re
@@ -10,22 +9,17 @@ import sys
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
-from assistant.config import EmbeddingSettings, Settings
+from assistant.config import Settings
 from assistant.errors import AssistantError, ConfigError, IndexBusyError
-
-if TYPE_CHECKING:
-    from assistant.protocols import Embedder, Searcher
 
 __all__ = [
     "EXIT_BUSY",
     "EXIT_FAILED",
     "EXIT_OK",
     "EXIT_USAGE",
-    "build_embedder",
     "configure_logging",
-    "index_embedder",
     "json_text",
     "lenient_stdin",
     "printable",
@@ -128,23 +122,3 @@ def report_error(exc: AssistantError, err: TextIO) -> int:
     if isinstance(exc, IndexBusyError):
         return EXIT_BUSY
     return EXIT_FAILED
-
-
-def index_embedder(searcher: Searcher) -> Embedder | None:
-    """Return the embedding model behind a `Retriever` (the offline answerer ranks with it)."""
-    from assistant.retrieval.retriever import Retriever
-
-    inner = getattr(searcher, "wrapped", searcher)  # a searcher bound to a user (cli.access)
-    return inner.embedder if isinstance(inner, Retriever) else None
-
-
-def build_embedder(settings: Settings) -> Embedder:
-    """Return the configured embedder; one per configuration and process, shared by commands."""
-    return _embedder(settings.embedding)
-
-
-@functools.cache
-def _embedder(embedding: EmbeddingSettings) -> Embedder:
-    from assistant.embeddings.factory import make_embedder
-
-    return make_embedder(embedding)

@@ -39,8 +39,8 @@ def resolve_filters(filters: SearchFilters, searcher: Searcher) -> SearchFilters
     """
     if not (filters.sources or filters.tags):
         return filters
-    from assistant.cli.access import BoundSearcher
     from assistant.retrieval.retriever import Retriever
+    from assistant.session.stack import BoundSearcher
 
     user = searcher.user if isinstance(searcher, BoundSearcher) else None
     inner = searcher.wrapped if isinstance(searcher, BoundSearcher) else searcher

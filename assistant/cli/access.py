@@ -19,32 +19,13 @@ from typing import TextIO
 from assistant.config import Settings
 from assistant.errors import ConfigError
 from assistant.protocols import Searcher
-from assistant.types import ADMIN_GROUP, ANONYMOUS, SearchFilters, SearchResult, User
+from assistant.session.stack import BoundSearcher
+from assistant.types import ADMIN_GROUP, User
 from assistant.users import add_user, load_directory
 
 __all__ = ["LOCAL_OPERATOR", "BoundSearcher", "cli_user", "run_users"]
 
 LOCAL_OPERATOR = User(name="local", groups=frozenset({ADMIN_GROUP}))
-
-
-class BoundSearcher:
-    """A `Searcher` that always searches as one user, whoever the caller names."""
-
-    def __init__(self, wrapped: Searcher, user: User) -> None:
-        self.wrapped = wrapped
-        self.user = user
-
-    def search(
-        self,
-        question: str,
-        *,
-        k: int | None = None,
-        filters: SearchFilters | None = None,
-        user: User = ANONYMOUS,
-    ) -> SearchResult:
-        """Search as the bound user (``user`` is ignored: the command line chose)."""
-        del user
-        return self.wrapped.search(question, k=k, filters=filters, user=self.user)
 
 
 def cli_user(name: str | None, settings: Settings) -> User:

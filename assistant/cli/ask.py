@@ -38,16 +38,17 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from assistant.answering.safety import unescape_markdown
-from assistant.answering.service import AnswerRun, Assistant, build_assistant, finish
-from assistant.audit.log import AuditLog, open_audit_log
+from assistant.answering.service import AnswerRun, Assistant, finish
+from assistant.audit.log import AuditLog
 from assistant.audit.recording import DocLookup, record_answer
-from assistant.cli._common import EXIT_OK, index_embedder, json_text
+from assistant.cli._common import EXIT_OK, json_text
 from assistant.cli._filters import resolve_filters
-from assistant.cli.access import LOCAL_OPERATOR, BoundSearcher
+from assistant.cli.access import LOCAL_OPERATOR
 from assistant.config import Settings
 from assistant.errors import AssistantError, ConfigError
 from assistant.protocols import Searcher
-from assistant.types import HEADING_SEPARATOR, Answer, DocMeta, Hit, SearchFilters, User
+from assistant.session.stack import BoundSearcher, open_assistant, open_log, snapshot_lookup
+from assistant.types import HEADING_SEPARATOR, Answer, Hit, SearchFilters, User
 
 __all__ = ["answer_to_json", "format_answer", "run_ask"]
 
@@ -103,7 +104,7 @@ def run_ask(
         ConfigError: No question and no ``--json``.
         AssistantError: Answering the one question given failed (for example, no index).
     """
-    service = build_assistant(settings, searcher=searcher, embedder=index_embedder(searcher))
+    service = open_assistant(settings, searcher=searcher)
     filters = resolve_filters(
         SearchFilters(sources=tuple(args.source), tags=tuple(args.tag)), searcher
     )
@@ -116,7 +117,7 @@ def run_ask(
             filters=filters,
             user=searcher.user if isinstance(searcher, BoundSearcher) else LOCAL_OPERATOR,
             log=log,
-            doc_meta=_doc_lookup(searcher),
+            doc_meta=snapshot_lookup(searcher),
         )
         if not args.json:
             run, answer, shown = asking.ask(args.question)
@@ -133,26 +134,12 @@ def run_ask(
 
 @contextmanager
 def _audit_log(settings: Settings, *, off: bool) -> Iterator[AuditLog | None]:
-    log = None if off else open_audit_log(settings)
+    log = None if off else open_log(settings)
     try:
         yield log
     finally:
         if log is not None:
             log.close(AUDIT_FLUSH_S)
-
-
-def _doc_lookup(searcher: Searcher) -> DocLookup | None:
-    """Return the index's document lookup (for each source's version), if there is one."""
-    inner = getattr(searcher, "wrapped", searcher)
-    snapshot = getattr(inner, "snapshot", None)
-    if snapshot is None:
-        return None
-
-    def lookup(source: str) -> DocMeta | None:
-        found = snapshot().docs.get(source)
-        return found if isinstance(found, DocMeta) else None
-
-    return lookup
 
 
 def _request_line(asking: _Asking, line: str) -> dict[str, object]:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO, cast
 
 from assistant.cli._charts import pyplot
-from assistant.cli._common import index_embedder, json_text, printable
+from assistant.cli._common import json_text, printable
 from assistant.config import ChunkingSettings, Settings
 from assistant.errors import ConfigError
 from assistant.protocols import Embedder, Searcher
@@ -197,16 +197,15 @@ def _answer_reports(
 ) -> tuple[AnswerReport, ...]:
     from assistant.answering.evaluation import Oracle, evaluate_answers
     from assistant.answering.oracle import OracleModel
-    from assistant.answering.service import build_assistant
+    from assistant.session.stack import open_assistant
 
-    ranker = embedder if embedder is not None else index_embedder(searcher)
-    service = build_assistant(settings, searcher=searcher, embedder=ranker)
+    service = open_assistant(settings, searcher=searcher, embedder=embedder)
     oracle = None
     if "oracle" in answerers:
         model = stack.enter_context(OracleModel())
         llm = replace(settings.llm, base_url=model.base_url, api_key="oracle", model="oracle")
-        oracle_service = build_assistant(
-            replace(settings, llm=llm), searcher=searcher, embedder=ranker
+        oracle_service = open_assistant(
+            replace(settings, llm=llm), searcher=searcher, embedder=embedder
         )
         oracle = Oracle(service=oracle_service, model=model)
     return evaluate_answers(
@@ -249,7 +248,7 @@ def run_sweep(
 ) -> list[SweepRow]:
     """Index ``docs`` once per chunking setting (temporary index); evaluate every combination."""
     from assistant.index.ingest import ingest
-    from assistant.retrieval.factory import open_retriever
+    from assistant.session.stack import open_searcher
 
     rows: list[SweepRow] = []
     for tokens, overlap in itertools.product(grid["chunk_tokens"], grid["overlap"]):
@@ -265,7 +264,7 @@ def run_sweep(
             count = 0
             for mode in grid["mode"]:
                 retrieval = replace(trial.retrieval, mode=str(mode))
-                searcher = open_retriever(replace(trial, retrieval=retrieval), embedder=embedder)
+                searcher = open_searcher(replace(trial, retrieval=retrieval), embedder=embedder)
                 count = len(searcher.snapshot().chunks)
                 cutoffs = tuple(sorted({int(str(k)) for k in grid["k"]} | {10}))
                 report = evaluate(searcher, questions, cutoffs=cutoffs)

@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import TextIO
 
 from assistant.audit.report import GapsReport, build_report, report_html, report_text
-from assistant.cli._common import EXIT_OK, build_embedder, printable
+from assistant.cli._common import EXIT_OK, printable
 from assistant.config import Settings
 from assistant.errors import AssistantError, ConfigError
 from assistant.protocols import Embedder
+from assistant.session.stack import shared_embedder
 from assistant.types import AuditRecord, Feedback
 
 __all__ = ["chart_png", "run_report"]
@@ -38,7 +39,7 @@ def run_report(
     documents: dict[str, str] = {}
     try:
         if embedder is None:
-            embedder = build_embedder(settings)
+            embedder = shared_embedder(settings)
         documents = _documents(settings, embedder)
     except AssistantError as exc:
         logger.warning("the report groups identical questions only: %s", exc)

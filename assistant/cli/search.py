@@ -26,7 +26,6 @@ from assistant.cli._common import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
-    build_embedder,
     configure_logging,
     json_text,
     lenient_stdin,
@@ -39,13 +38,13 @@ from assistant.cli.access import add_users_parser, bind, cli_user, run_users
 from assistant.config import Settings
 from assistant.errors import AssistantError, ConfigError
 from assistant.protocols import Embedder, Searcher
+from assistant.session.stack import open_searcher, shared_embedder
 from assistant.types import HEADING_SEPARATOR, SearchFilters, SearchResult
 from assistant.words import is_valid_unicode, quoted_list
 
 __all__ = [
     "EXIT_FAILED",
     "EXIT_USAGE",
-    "build_embedder",
     "build_searcher",
     "main",
     "result_to_json",
@@ -152,9 +151,7 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
 
 def build_searcher(settings: Settings) -> Searcher:
     """Return a `Retriever` over the configured index with the configured embedder."""
-    from assistant.retrieval.factory import open_retriever
-
-    return open_retriever(settings, embedder=build_embedder(settings))
+    return open_searcher(settings)
 
 
 def main(
@@ -165,7 +162,7 @@ def main(
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
     searcher_factory: SearcherFactory = build_searcher,
-    embedder_factory: EmbedderFactory = build_embedder,
+    embedder_factory: EmbedderFactory = shared_embedder,
 ) -> int:
     """Run ``python -m assistant`` and return the exit code."""
     err = stderr or sys.stderr

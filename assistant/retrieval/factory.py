@@ -1,7 +1,7 @@
 """Build the search stack from settings: embedder, index reader, retriever.
 
-The search command, the evaluation and the web UI all answer from the same
-stack; building it in one place keeps them searching the same way.
+Only the session's composition root (`assistant.session.stack`) calls it, so every
+door searches the same way.
 """
 
 from __future__ import annotations
@@ -15,21 +15,17 @@ from assistant.tokens import get_tokenizer
 __all__ = ["open_retriever"]
 
 
-def open_retriever(settings: Settings, *, embedder: Embedder | None = None) -> Retriever:
+def open_retriever(settings: Settings, *, embedder: Embedder) -> Retriever:
     """Return a `Retriever` over the index in ``settings.store``.
 
     Args:
         settings: Where the index is, which model to embed queries with, and how to search.
-        embedder: Overrides the configured embedding model (tests, benchmarks,
-            sweeps); it must be the one the index was built with.
+        embedder: The embedding model the index was built with (the session's shared
+            one, `assistant.session.stack.shared_embedder`, or a test's).
 
     Raises:
         AssistantError: The embedding model or tokenizer cannot be loaded.
     """
-    if embedder is None:
-        from assistant.embeddings.factory import make_embedder
-
-        embedder = make_embedder(settings.embedding)
     reader = IndexReader(
         settings.store, embedder_identity=embedder.identity, dimension=embedder.dimension
     )

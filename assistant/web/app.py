@@ -169,9 +169,7 @@ def build_app(
     Raises:
         AssistantError: The embedding model or tokenizer cannot be loaded.
     """
-    from assistant.answering.service import build_assistant
-    from assistant.audit.log import open_audit_log
-    from assistant.retrieval.factory import open_retriever
+    from assistant.session.stack import open_stack
     from assistant.web.changes import ChangeFeed
     from assistant.web.feedback import ChatAudit
 
@@ -180,17 +178,15 @@ def build_app(
         auth_pairs=settings.ui.auth,
         trusted_proxies=settings.ui.trusted_proxies,
     )
-    retriever = open_retriever(settings, embedder=embedder)
-    service = build_assistant(settings, searcher=retriever, embedder=retriever.embedder)
+    stack = open_stack(settings, embedder=embedder)
+    retriever, service, log = stack.retriever, stack.assistant, stack.log
     try:
         retriever.snapshot()
     except AssistantError as exc:
         logger.warning("starting without an index: %s", exc)
-    log = open_audit_log(settings)
     if log is not None:
-        logger.info("audit log (%s): %s", settings.audit.mode, log.path)
         atexit.register(log.close, 2.0)  # write what is queued when the server stops
-    audit = ChatAudit(log, doc_meta=lambda s: retriever.snapshot().docs.get(s)) if log else None
+    audit = ChatAudit(log, doc_meta=stack.doc_meta) if log else None
     changes = ChangeFeed(settings.store.path, days=settings.audit.changes_days)
     last = _LastSnapshot(retriever.snapshot)
     viewer = DocumentViewer(
