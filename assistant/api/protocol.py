@@ -20,9 +20,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from assistant.answering.safety import escape_markdown
 from assistant.errors import RequestError
-from assistant.types import HEADING_SEPARATOR, MAX_TURN_CHARS, Answer, Hit, SearchFilters, Turn
-from assistant.web.format import doc_link, escape_markdown, history_to_turns
+from assistant.session.request import history_to_turns
+from assistant.session.sources import SourceEntry, doc_link
+from assistant.session.sources import source_entries as _source_entries
+from assistant.types import HEADING_SEPARATOR, MAX_TURN_CHARS, Answer, SearchFilters, Turn
 from assistant.words import valid_unicode
 
 __all__ = [
@@ -190,17 +193,14 @@ def source_entries(answer: Answer, *, public_url: str) -> list[dict[str, Any]]:
     ``url`` is the absolute viewer link when the chat UI's public URL is configured,
     else null; ``path`` is the viewer path on the chat UI's server.
     """
-    cited = {c.number for c in answer.citations}
-    return [
-        _entry(number, hit, cited=number in cited, public_url=public_url)
-        for number, hit in enumerate(answer.sources, start=1)
-    ]
+    return [_entry(entry, public_url=public_url) for entry in _source_entries(answer)]
 
 
-def _entry(number: int, hit: Hit, *, cited: bool, public_url: str) -> dict[str, Any]:
+def _entry(entry: SourceEntry, *, public_url: str) -> dict[str, Any]:
+    hit = entry.hit
     path = doc_link(hit)
     return {
-        "n": number,
+        "n": entry.number,
         "title": hit.title or hit.chunk.source,
         "section": hit.chunk.breadcrumb,
         "source": hit.chunk.source,
@@ -208,7 +208,7 @@ def _entry(number: int, hit: Hit, *, cited: bool, public_url: str) -> dict[str, 
         "page": hit.chunk.page or None,
         "effective_date": hit.effective_date or None,
         "score": round(hit.score, 4),
-        "cited": cited,
+        "cited": entry.cited,
         "path": path,
         "url": public_url + path if public_url else None,
     }

@@ -47,6 +47,7 @@ from assistant.cli.access import LOCAL_OPERATOR
 from assistant.config import Settings
 from assistant.errors import AssistantError, ConfigError
 from assistant.protocols import Searcher
+from assistant.session.sources import shown_entries, source_entries
 from assistant.session.stack import BoundSearcher, open_assistant, open_log, snapshot_lookup
 from assistant.types import HEADING_SEPARATOR, Answer, Hit, SearchFilters, User
 
@@ -203,15 +204,12 @@ def format_answer(answer: Answer, shown: str, *, no_good_match: bool) -> str:
     Cited sources are listed in number order; when none is cited (no good
     match, or an answer without markers) every source is listed, as the chat does.
     """
-    cited = {c.number for c in answer.citations}
-    numbered = [
-        (n, hit) for n, hit in enumerate(answer.sources, start=1) if not cited or n in cited
-    ]
+    shown_sources = shown_entries(source_entries(answer))
     lines = [unescape_markdown(shown)]
-    if numbered:
+    if shown_sources:
         title = "Closest sections:" if no_good_match else "Sources:"
         lines += ["", title]
-        lines += [f"[{n}] {_source_line(hit)}" for n, hit in numbered]
+        lines += [f"[{e.number}] {_source_line(e.hit)}" for e in shown_sources]
     if answer.unsupported_sentences:
         lines += ["", "Check these statements (their words or figures are not in the source):"]
         lines += [f"  {sentence}" for sentence in answer.unsupported_sentences]

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from urllib.parse import quote
 
 from assistant.answering.citations import defuse_markers
 from assistant.answering.safety import escape_markdown
-from assistant.types import MAX_TURN_CHARS, MAX_TURNS, Answer, Hit, Turn
-from assistant.web.passages import cited_passages
-from assistant.web.plain import plain_text
+from assistant.session.passages import cited_passages
+from assistant.session.plain import plain_text
+from assistant.session.request import history_to_turns, unlinked_markers
+from assistant.session.sources import doc_link, section_path
+from assistant.types import Answer, Hit
 from assistant.web.trace import readable_trace, reasoning_block
-from assistant.words import valid_unicode
 
 __all__ = [
     "doc_link",
@@ -35,8 +35,6 @@ __all__ = [
 SNIPPET_CHARS = 320
 # A citation marker of the answer text, not an escaped one (backslashed) nor a link label.
 _MARKER = re.compile(r"(?<![\\\[])\[(\d{1,3})\](?!\()")
-# The same marker once `linked_markers` made it a link (the title is optional).
-_LINKED_MARKER = re.compile(r'\[\\\[(\d{1,3})\\\]\]\(/doc/[^)\s]*(?:\s+"[^"]*")?\)')
 
 
 def linked_markers(body: str, answer: Answer) -> str:
@@ -58,107 +56,6 @@ def linked_markers(body: str, answer: Answer) -> str:
         return f'[\\[{number}\\]]({url} "{path}")'
 
     return _MARKER.sub(link, body)
-
-
-def unlinked_markers(text: str) -> str:
-    """Return text with the links `linked_markers` made back to plain ``[n]``."""
-    return _LINKED_MARKER.sub(lambda m: f"[{m[1]}]", text)
-
-
-def section_path(hit: Hit) -> str:
-    """Return "Title > Chapter > Section", the whole way down to the hit's section."""
-    title = hit.title or hit.chunk.source
-    below = [h for h in hit.chunk.heading_path[1:] if h]
-    return " > ".join([title, *below])
-
-
-def history_to_turns(
-    history: object,
-    *,
-    max_turns: int = MAX_TURNS,
-    max_chars: int = MAX_TURN_CHARS,
-) -> tuple[Turn, ...]:
-    """Convert Gradio chat history into the newest conversation turns.
-
-    Accepts message dicts (or objects with ``role``/``content``/``metadata``
-    attributes) whose content is a string or a list of typed parts. Messages
-    with a metadata title (sources, trace), other roles and non-text content
-    are skipped; each text is cut to ``max_chars`` and only the newest
-    ``max_turns`` turns are kept, in conversation order.
-
-    Args:
-        history: The history as Gradio passes it (untrusted).
-        max_turns: How many turns to keep at most.
-        max_chars: How many characters of each turn to keep.
-
-    Returns:
-        The turns, oldest first.
-    """
-    if not isinstance(history, Sequence) or isinstance(history, str | bytes):
-        return ()
-    kept: list[Turn] = []
-    for message in reversed(history):
-        if len(kept) >= max_turns:
-            break
-        turn = _to_turn(message, max_chars=max_chars)
-        if turn is not None:
-            kept.append(turn)
-    return tuple(reversed(kept))
-
-
-def _to_turn(message: object, *, max_chars: int) -> Turn | None:
-    if isinstance(message, Mapping):
-        role, content, metadata = (message.get(k) for k in ("role", "content", "metadata"))
-    else:
-        role = getattr(message, "role", None)
-        content = getattr(message, "content", None)
-        metadata = getattr(message, "metadata", None)
-    if isinstance(metadata, Mapping) and metadata.get("title"):
-        return None
-    # The chat's citation links go back to plain markers: the model reads "[1]", no URLs.
-    text = valid_unicode(unlinked_markers(_content_text(content, max_chars=max_chars)).strip())
-    if not text:
-        return None
-    if role == "user":
-        return Turn(role="user", text=text[:max_chars])
-    if role == "assistant":
-        return Turn(role="assistant", text=text[:max_chars])
-    return None
-
-
-def _content_text(content: object, *, max_chars: int) -> str:
-    if isinstance(content, str):
-        return content[:max_chars]
-    if not isinstance(content, Sequence) or isinstance(content, bytes):
-        return ""
-    pieces: list[str] = []
-    size = 0
-    for part in content[:64]:
-        if isinstance(part, str):
-            text = part
-        elif isinstance(part, Mapping) and part.get("type") == "text":
-            value = part.get("text")
-            text = value if isinstance(value, str) else ""
-        else:
-            continue
-        pieces.append(text[: max_chars - size])
-        size += len(pieces[-1])
-        if size >= max_chars:
-            break
-    return "\n".join(pieces)
-
-
-def doc_link(hit: Hit, *, base: str = "/doc/", passage: str = "") -> str:
-    """Return the viewer URL that opens the hit's source at its section.
-
-    With the cited ``passage`` the viewer highlights it and ``#cited`` lands on it
-    (the chunk's own anchor can name an earlier sub-section than the passage's).
-    """
-    path = quote(hit.chunk.source, safe="/")
-    if passage:
-        return f"{base}{path}?passage={quote(passage, safe='')}#cited"
-    anchor = quote(hit.chunk.anchor, safe="-_.")
-    return f"{base}{path}#{anchor}" if anchor else f"{base}{path}"
 
 
 def _snippet(hit: Hit, *, limit: int = SNIPPET_CHARS, passage: str = "") -> str:

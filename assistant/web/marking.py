@@ -1,6 +1,6 @@
 """Highlight a passage inside rendered HTML: ``<mark>`` around the text nodes it covers.
 
-The passage is plain text (`assistant.web.plain`), the page is HTML in which it may
+The passage is plain text (`assistant.session.plain`), the page is HTML in which it may
 run across inline markup (``<strong>``, links); matching folds case and runs of
 white space, and each text node the passage touches gets its own ``<mark>`` so the
 HTML stays well formed. The first one carries ``id="cited"``, the link's target.

@@ -25,9 +25,9 @@ from pathlib import Path, PurePosixPath
 from assistant.documents.access import audience_now
 from assistant.documents.markdown import render_html
 from assistant.errors import AssistantError, DocumentError
+from assistant.session.plain import plain_text as _plain
 from assistant.types import ANONYMOUS, Document, Section, User
 from assistant.web.marking import mark_passage
-from assistant.web.plain import plain_text as _plain
 
 __all__ = ["CSP", "SECURITY_HEADERS", "DocumentViewer", "ViewerPage"]
 

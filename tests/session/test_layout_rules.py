@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from tests.test_layout import modules
+from tests.test_layout import DOORS, module_imports, modules
 
 # Each factory and the modules that may call it: the composition root, and the ingest
 # command for the writer's embedder.
@@ -18,6 +18,33 @@ FACTORIES = {
     "open_audit_log": {"assistant.session.stack"},
     "make_embedder": {"assistant.session.stack", "assistant.cli.ingest"},
 }
+
+
+# The command line's launchers start the other two doors (``ui.py``, ``serve --api [--ui]``,
+# ``keys``): they start them, nothing more.
+LAUNCHERS = {"assistant.cli.serve", "assistant.cli.api"}
+
+
+def door_of(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in DOORS else ""
+
+
+def test_no_door_imports_another() -> None:
+    crossing = [
+        f"{name}:{line} imports {target}"
+        for name, found in module_imports(runtime_only=False)
+        if door_of(name) and name not in LAUNCHERS
+        for target, line in found
+        if door_of(target) and door_of(target) != door_of(name)
+    ]
+    assert crossing == []
+
+
+def test_the_door_check_sees_a_door_importing_another() -> None:
+    assert door_of("assistant.api.protocol") == "api"
+    assert door_of("assistant.web.format") == "web"
+    assert door_of("assistant.session.sources") == ""
 
 
 def called_names(tree: ast.AST) -> Iterator[tuple[str, int]]:

@@ -18,6 +18,8 @@ from assistant.answering.llm import OpenAIChat
 from assistant.answering.service import FALLBACK_LABEL, Assistant, no_match_message
 from assistant.config import LLMSettings, Settings
 from assistant.documents.loading import load_document
+from assistant.session.passages import cited_passages
+from assistant.session.plain import plain_text
 from assistant.tokens import get_tokenizer
 from assistant.types import (
     ANONYMOUS,
@@ -41,8 +43,6 @@ from assistant.web.examples import corpus_examples, pick_examples
 from assistant.web.format import sources_markdown
 from assistant.web.header import OFFLINE_MODE, CorpusStatus, answer_mode, header_markdown
 from assistant.web.marking import mark_passage
-from assistant.web.passages import cited_passages
-from assistant.web.plain import plain_text
 from assistant.web.trace import readable_trace
 from assistant.web.ui import mark_stopped
 from assistant.web.viewer import render_document

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from assistant.session.plain import plain_text
 from assistant.types import Answer, Hit
-from assistant.web.plain import plain_text
 from assistant.words import content_words
 
 __all__ = ["MAX_PASSAGE_CHARS", "cited_passages", "passage_for"]
