@@ -131,6 +131,20 @@ class AnswerStream(Protocol):
 
     def __iter__(self) -> Iterator[str]: ...
 
+    @property
+    def mode(self) -> str:
+        """Return how it answers: ``extractive``, ``model`` or ``no good match``.
+
+        Known from the start; a model's "not covered" makes it ``no good match`` once
+        iteration has ended.
+        """
+        ...
+
+    @property
+    def reasoning(self) -> str:
+        """Return the model's reasoning so far (raw text; "" without a reasoning model)."""
+        ...
+
     def close(self) -> None:
         """Stop generating and release the upstream connection."""
         ...

@@ -20,10 +20,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from assistant.answering.safety import escape_markdown
 from assistant.errors import RequestError
+from assistant.session.plain import inert_text
 from assistant.session.request import history_to_turns
-from assistant.session.sources import SourceEntry, doc_link
+from assistant.session.sources import SourceEntry
 from assistant.session.sources import source_entries as _source_entries
 from assistant.types import HEADING_SEPARATOR, MAX_TURN_CHARS, Answer, SearchFilters, Turn
 from assistant.words import valid_unicode
@@ -187,20 +187,28 @@ def completion_id() -> str:
     return "chatcmpl-" + uuid.uuid4().hex
 
 
-def source_entries(answer: Answer, *, public_url: str) -> list[dict[str, Any]]:
-    """Return the ``sources`` field: every source of the answer, numbered as its markers.
+def source_entries(
+    answer: Answer, *, public_url: str, numbers: Mapping[int, int] | None = None
+) -> list[dict[str, Any]]:
+    """Return the ``sources`` field: every source of the answer, numbered as the text shows.
 
-    ``url`` is the absolute viewer link when the chat UI's public URL is configured,
-    else null; ``path`` is the viewer path on the chat UI's server.
+    ``numbers`` maps a source's number to the number the reply shows
+    (`assistant.api.reply.ReplyText.numbers`); the list is in that order. ``url`` is the
+    absolute viewer link when the chat UI's public URL is configured, else null; ``path``
+    is the viewer path on the chat UI's server, highlighting the cited passage.
     """
-    return [_entry(entry, public_url=public_url) for entry in _source_entries(answer)]
+    shown = numbers or {}
+    entries = [
+        _entry(entry, number=shown.get(entry.number, entry.number), public_url=public_url)
+        for entry in _source_entries(answer)
+    ]
+    return sorted(entries, key=lambda entry: int(entry["n"]))
 
 
-def _entry(entry: SourceEntry, *, public_url: str) -> dict[str, Any]:
-    hit = entry.hit
-    path = doc_link(hit)
+def _entry(entry: SourceEntry, *, number: int, public_url: str) -> dict[str, Any]:
+    hit, path = entry.hit, entry.path
     return {
-        "n": entry.number,
+        "n": number,
         "title": hit.title or hit.chunk.source,
         "section": hit.chunk.breadcrumb,
         "source": hit.chunk.source,
@@ -217,7 +225,8 @@ def _entry(entry: SourceEntry, *, public_url: str) -> dict[str, Any]:
 def sources_text(entries: Sequence[Mapping[str, Any]]) -> str:
     """Return the numbered source list appended to an answer ("" when nothing is cited).
 
-    Document text (titles, headings) is escaped: chat clients render Markdown.
+    Document text (titles, headings) is plain, with no image, link or tag a Markdown
+    client would act on.
     """
     lines = []
     for entry in entries:
@@ -225,14 +234,14 @@ def sources_text(entries: Sequence[Mapping[str, Any]]) -> str:
             continue
         # The title leads the line; the section shows the headings under it.
         path = str(entry["section"]).split(HEADING_SEPARATOR)
-        facts = [escape_markdown(" / ".join(path[1:] or path))]
+        facts = [inert_text(" / ".join(path[1:] or path))]
         if entry["page"]:
             facts.append(f"page {entry['page']}")
         if entry["effective_date"]:
-            facts.append(f"effective {escape_markdown(str(entry['effective_date']))}")
+            facts.append(f"effective {inert_text(str(entry['effective_date']))}")
         if entry["url"]:
             facts.append(f"[open section]({entry['url']})")
-        title = escape_markdown(str(entry["title"]))
+        title = inert_text(str(entry["title"]))
         lines.append(f"- [{entry['n']}] {title} — {' · '.join(facts)}")
     return SOURCES_HEADING + "\n".join(lines) if lines else ""
 
@@ -253,8 +262,9 @@ def completion(
     text: str,
     used: dict[str, int],
     sources: list[dict[str, Any]],
+    mode: str,
 ) -> dict[str, Any]:
-    """Return a whole ``chat.completion`` object, with our ``sources`` extra."""
+    """Return a whole ``chat.completion`` object, with our ``sources`` and ``mode`` extras."""
     return {
         "id": cid,
         "object": "chat.completion",
@@ -270,6 +280,7 @@ def completion(
         ],
         "usage": used,
         "sources": sources,
+        "mode": mode,
     }
 
 

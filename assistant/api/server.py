@@ -52,6 +52,7 @@ from assistant.api.protocol import (
     usage,
     usage_chunk,
 )
+from assistant.api.reply import ReplyText
 from assistant.audit.log import AuditLog
 from assistant.audit.recording import DocLookup, record_answer
 from assistant.config import Settings
@@ -438,13 +439,23 @@ async def _answer(api: _Api, request: ChatRequest, user: User) -> Response:
         api.gate.leave()
     # In a thread: the record looks up document versions in the index snapshot.
     await run_in_threadpool(api.record, request, user, stream, answer, text, started)
-    entries = source_entries(answer, public_url=api.settings.api.public_url)
+    reply = ReplyText(sources=len(answer.sources))
+    text = reply.feed(text) + reply.finish()
+    entries = source_entries(
+        answer, public_url=api.settings.api.public_url, numbers=reply.numbers()
+    )
     if request.append_sources:
         text += sources_text(entries)
     used = usage(api.count(request), api.tokenizer.count(text))
-    return _json(
-        completion(cid=completion_id(), model=request.model, text=text, used=used, sources=entries)
+    body = completion(
+        cid=completion_id(),
+        model=request.model,
+        text=text,
+        used=used,
+        sources=entries,
+        mode=stream.mode,
     )
+    return _json(body)
 
 
 def _finish(stream: AnswerStream) -> tuple[Answer, str]:
@@ -494,11 +505,15 @@ async def _events(
 
     yield event({"role": "assistant", "content": ""})
     streamed: list[str] = []
+    sent: list[str] = []  # the plain, renumbered text the client got
+    reply = ReplyText(sources=len(stream.result.hits))
     failure = ""
     try:
         async for delta in iterate_in_threadpool(stream):
             streamed.append(delta)
-            yield event({"content": delta})
+            if shown := reply.feed(delta):
+                sent.append(shown)
+                yield event({"content": shown})
         answer = await run_in_threadpool(stream.answer)
     except AssistantError as exc:
         logger.warning("API answer failed while streaming: %s", exc)
@@ -507,7 +522,9 @@ async def _events(
     finally:
         stream.close()
     text = "".join(streamed)
-    tail = f"\n\n*{stream.error or failure}*" if stream.error or failure else ""
+    tail = reply.finish()
+    if stream.error or failure:
+        tail += f"\n\n*{stream.error or failure}*"
     if not failure:  # as in the chat, an answer that failed part way is not recorded
         await run_in_threadpool(
             api.record,
@@ -518,19 +535,21 @@ async def _events(
             shown_text(answer, streamed=text, error=stream.error),
             started,
         )
-    entries = source_entries(answer, public_url=api.settings.api.public_url)
+    entries = source_entries(
+        answer, public_url=api.settings.api.public_url, numbers=reply.numbers()
+    )
     if request.append_sources:
         tail += sources_text(entries)
     if tail:
         yield event({"content": tail})
-    extra: dict[str, Any] = {"sources": entries}
+    extra: dict[str, Any] = {"sources": entries, "mode": stream.mode}
     if answer.text.strip() and answer.text != text:
         # The citation check ran after the deltas left: it may have removed markers to
         # missing sources or marked unsupported sentences. Clients that can, show this.
-        extra["checked_content"] = answer.text
+        extra["checked_content"] = reply.renumbered(answer.text)
     yield event({}, finish="stop", extra=extra)
     if request.include_usage:
-        used = usage(api.count(request), api.tokenizer.count(text + tail))
+        used = usage(api.count(request), api.tokenizer.count("".join(sent) + tail))
         yield _sse(usage_chunk(cid=cid, model=model, created=created, used=used))
     yield "data: [DONE]\n\n"
 

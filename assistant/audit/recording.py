@@ -81,7 +81,7 @@ def make_record(
                 cited=number in cited,
             )
         )
-    mode = str(getattr(stream, "mode", "") or "")
+    mode = stream.mode
     timings = _trace_timings(stream.trace())
     timings.update({name: round(ms, 1) for name, ms in (timings_ms or {}).items()})
     return AuditRecord(

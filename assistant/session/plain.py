@@ -12,7 +12,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-__all__ = ["plain_text", "table_row_text"]
+from assistant.answering.extractive import EXTRACTIVE_LABEL
+from assistant.answering.safety import unescape_markdown
+from assistant.answering.service import FALLBACK_LABEL
+
+__all__ = ["MODE_BANNERS", "inert_text", "plain_reply", "plain_text", "table_row_text"]
+
+# The first line of an offline answer names the mode; a door that shows the mode as data
+# leaves it out of the text.
+MODE_BANNERS = (EXTRACTIVE_LABEL, FALLBACK_LABEL)
 
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
 _SETEXT = re.compile(r"^\s{0,3}(=+|-+)\s*$")
@@ -101,3 +109,25 @@ def _inline(text: str) -> str:
         text = _EMPHASIS.sub(r"\2", text)
     text = _HTML_TAG.sub("", text).replace("\\|", "|")
     return _SPACES.sub(" ", text).strip()
+
+
+def inert_text(text: str) -> str:
+    """Return ``text`` with no image, link or HTML tag a Markdown client would act on.
+
+    An image keeps its alt text and a link its label; line breaks become spaces.
+    """
+    text = _IMAGE.sub(r"\1", text)
+    text = _LINK.sub(r"\1", text)
+    return _SPACES.sub(" ", _HTML_TAG.sub("", text.replace("\n", " "))).strip()
+
+
+def plain_reply(markdown: str) -> str:
+    """Return neutralised answer Markdown as text: no escapes, entities, images, links or tags.
+
+    Line structure (paragraphs, quotes, list items) stays; what ``unescape_markdown``
+    turns back into syntax (an escaped image or link of a document) keeps only its text.
+    """
+    text = unescape_markdown(markdown)
+    text = _IMAGE.sub(r"\1", text)
+    text = _LINK.sub(r"\1", text)
+    return _HTML_TAG.sub("", text)

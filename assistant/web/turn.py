@@ -297,8 +297,7 @@ def _trace_message(
         timings=timings,
         names=shown.names,
         filters=shown.filters,
-        # Only the service's runs have it (as with ``mode``); other streams show none.
-        reasoning=str(getattr(stream, "reasoning", "") or ""),
+        reasoning=stream.reasoning,
     )
     return gr.ChatMessage(content=trace, metadata={"title": "Trace", "status": "done"})
 

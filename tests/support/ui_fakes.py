@@ -68,6 +68,8 @@ class FakeStream:
     closed: threading.Event = field(default_factory=threading.Event)
     error: str = ""
     query: str = ""
+    mode: str = ""
+    reasoning: str = ""
     _text: str = ""
     result: SearchResult = field(init=False)
 
