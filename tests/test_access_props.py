@@ -28,9 +28,9 @@ from assistant.answering.service import build_assistant, finish
 from assistant.cli.ask import answer_to_json
 from assistant.config import Settings
 from assistant.index.changes import webhook_payload
+from assistant.session.visibility import LastSnapshot, catalog_of
 from assistant.types import ADMIN_GROUP, ANONYMOUS, DocMeta, DocumentChange, SearchResult, User
 from assistant.users import load_directory
-from assistant.web.app import _LastSnapshot, catalog_of
 from assistant.web.changes import recent_changes_markdown, visible_changes
 from assistant.web.format import sources_markdown, trace_markdown
 from assistant.web.header import corpus_status
@@ -109,7 +109,7 @@ def outputs(docs: list[Doc], user: User, question: str) -> tuple[SearchResult, s
         sources_markdown(answer, include_uncited=True),
         trace_markdown(question=question, query=run.query, lines=run.trace(), timings={}),
         json.dumps(catalog_of(snapshot, user)),
-        json.dumps(list(_LastSnapshot(lambda: snapshot).readable_roots(user))),
+        json.dumps(list(LastSnapshot(lambda: snapshot).readable_roots(user))),
     ]
     return result, "\n".join(parts).lower()
 

@@ -41,21 +41,20 @@ def resolve_filters(filters: SearchFilters, searcher: Searcher) -> SearchFilters
         return filters
     from assistant.retrieval.retriever import Retriever
     from assistant.session.stack import BoundSearcher
+    from assistant.session.visibility import catalog_of
 
     user = searcher.user if isinstance(searcher, BoundSearcher) else None
     inner = searcher.wrapped if isinstance(searcher, BoundSearcher) else searcher
     if not isinstance(inner, Retriever):
         return filters
     try:
-        docs = inner.snapshot().docs
+        snapshot = inner.snapshot()
     except AssistantError as exc:
         logger.debug("filters left as typed: %s", exc)
         return filters
-    if user is not None:
-        # Names and suggestions come only from documents this user may read.
-        docs = {source: meta for source, meta in docs.items() if user.may_read(meta.audience)}
-    sources = sorted(docs)
-    tags = sorted({tag for meta in docs.values() for tag in meta.tags})
+    # Names and suggestions come only from documents this user may read.
+    named, tags = catalog_of(snapshot, user)
+    sources = [source for source, _ in named]
     return replace(
         filters,
         sources=tuple(resolve_source(s, sources) for s in filters.sources),

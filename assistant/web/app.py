@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import atexit
 import logging
-import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING
 from assistant.config import Settings
 from assistant.errors import AssistantError
 from assistant.protocols import Embedder, Searcher
+from assistant.session.visibility import LastSnapshot, catalog_of
 from assistant.types import Chunk, IndexSnapshot, User
 from assistant.users import Directory, load_directory
 from assistant.web.examples import pick_examples
@@ -32,7 +32,7 @@ from assistant.web.viewer import DocumentViewer
 if TYPE_CHECKING:
     import gradio as gr
 
-__all__ = ["DEFAULT_DOC_ROOTS", "WebApp", "build_app", "catalog_of"]
+__all__ = ["DEFAULT_DOC_ROOTS", "WebApp", "build_app"]
 
 logger = logging.getLogger(__name__)
 
@@ -57,44 +57,6 @@ class WebApp:
             share=share,
             directory=self.directory,
         )
-
-
-def catalog_of(
-    snapshot: IndexSnapshot, user: User | None = None
-) -> tuple[list[tuple[str, str]], list[str]]:
-    """Return the ``(source, title)`` pairs and the tags ``user`` may see (None: all)."""
-    docs = {
-        s: meta for s, meta in snapshot.docs.items() if user is None or user.may_read(meta.audience)
-    }
-    sources = sorted((source, meta.title or source) for source, meta in docs.items())
-    tags = sorted({tag for meta in docs.values() for tag in meta.tags})
-    return sources, tags
-
-
-class _LastSnapshot:
-    """The last snapshot that loaded: the viewer's catalog when the index breaks (D8)."""
-
-    def __init__(self, source: Callable[[], IndexSnapshot]) -> None:
-        self._source = source
-        self._last: IndexSnapshot | None = None
-        self._lock = threading.Lock()
-
-    def readable_roots(self, user: User) -> Mapping[str, str]:
-        try:
-            snapshot = self._source()
-            with self._lock:
-                self._last = snapshot
-        except AssistantError:
-            with self._lock:
-                snapshot_or_none = self._last
-            if snapshot_or_none is None:
-                raise
-            snapshot = snapshot_or_none
-        return {
-            source: root
-            for source, root in snapshot.roots.items()
-            if user.may_read(snapshot.docs[source].audience if source in snapshot.docs else ())
-        }
 
 
 def chunk_names(snapshot: Callable[[], IndexSnapshot]) -> Callable[[str], str]:
@@ -188,7 +150,7 @@ def build_app(
         atexit.register(log.close, 2.0)  # write what is queued when the server stops
     audit = ChatAudit(log, doc_meta=stack.doc_meta) if log else None
     changes = ChangeFeed(settings.store.path, days=settings.audit.changes_days)
-    last = _LastSnapshot(retriever.snapshot)
+    last = LastSnapshot(retriever.snapshot)
     viewer = DocumentViewer(
         roots=doc_roots,
         blocked=[settings.store.path],

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 
 from assistant.config import Settings
 from assistant.index.files import generation_path
+from assistant.session.visibility import readable_docs
 from assistant.types import IndexSnapshot, User
 
 __all__ = ["CorpusStatus", "answer_mode", "corpus_status", "header_markdown"]
@@ -47,11 +48,7 @@ def corpus_status(
     exists, how big it is and when it changes (round three, finding D20): the time is
     shown only to a user who reads every document.
     """
-    readable = {
-        source
-        for source, meta in snapshot.docs.items()
-        if user is None or user.may_read(meta.audience)
-    }
+    readable = set(readable_docs(snapshot, user))
     everything = len(readable) == len(snapshot.docs)
     return CorpusStatus(
         documents=len(readable),

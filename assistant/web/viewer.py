@@ -22,10 +22,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from assistant.documents.access import audience_now
 from assistant.documents.markdown import render_html
 from assistant.errors import AssistantError, DocumentError
 from assistant.session.plain import plain_text as _plain
+from assistant.session.visibility import may_open_now
 from assistant.types import ANONYMOUS, Document, Section, User
 from assistant.web.marking import mark_passage
 
@@ -151,25 +151,13 @@ class DocumentViewer:
             logger.warning("viewer cannot load %s: %s", source, exc.reason)
             body = f"<h1>Cannot show document</h1><p>{html.escape(str(exc))}</p>"
             return ViewerPage(422, _page("Cannot show document", body))
-        if self._catalog is not None and not self._may_read_now(document, file, root, user):
+        if self._catalog is not None and not may_open_now(
+            document, file=file, root=root, user=user, default_audience=self._default_audience
+        ):
             logger.info("viewer refused %r: not readable by the user as it is now", source)
             body = "<h1>Not found</h1><p>No such indexed document.</p>"
             return ViewerPage(404, _page("Not found", body))
         return ViewerPage(200, render_document(document, passage=passage[:MAX_PASSAGE]))
-
-    def _may_read_now(self, document: Document, file: Path, root: Path, user: User) -> bool:
-        try:
-            audience = audience_now(
-                document.meta.audience,
-                root=root,
-                path=file,
-                source=document.source,
-                default=self._default_audience,
-            )
-        except DocumentError as exc:
-            logger.warning("viewer cannot tell who may read %s: %s", document.source, exc.reason)
-            return False
-        return user.may_read(audience)
 
     def _readable(self, user: User) -> Mapping[str, str] | None:
         """Return the catalog for ``user`` (None: no catalog, the roots apply)."""

@@ -71,3 +71,58 @@ def test_the_factories_are_called_only_in_the_stack() -> None:
 def test_the_factory_check_sees_a_call_inside_a_function() -> None:
     tree = ast.parse("def f(s):\n    return factory.open_retriever(s, embedder=e)\n")
     assert ("open_retriever", 2) in list(called_names(tree))
+
+
+# The access check outside search lives in session.visibility; types defines it (and
+# a change's visibility, which is two audiences read by it).
+MAY_READ_OWNERS = ("assistant.retrieval.", "assistant.session.", "assistant.types")
+
+
+def test_user_may_read_is_called_only_in_retrieval_and_session() -> None:
+    outside = [
+        f"{name}:{line}"
+        for name, tree in modules()
+        for called, line in called_names(tree)
+        if called == "may_read" and not name.startswith(MAY_READ_OWNERS)
+    ]
+    assert outside == []
+
+
+# What a door holds of an answer or a search: it reads their declared fields, never
+# probes them for more.
+PROBED = ("stream", "searcher", "run", "inner", "retriever", "service")
+
+
+def probes(tree: ast.AST) -> Iterator[tuple[str, int]]:
+    """Yield ``(object, line)`` of each ``getattr(object, ...)`` on a stream or searcher."""
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "getattr"
+            and node.args
+            and isinstance(node.args[0], ast.Name)
+            and any(word in node.args[0].id for word in PROBED)
+        ):
+            yield node.args[0].id, node.lineno
+
+
+# The command line's administrator commands answer no question (their "stream" is a
+# terminal's).
+ADMIN_COMMANDS = {"assistant.cli.ingest", "assistant.cli.audit", "assistant.cli.report"}
+
+
+def test_no_door_probes_a_stream_or_a_searcher_with_getattr() -> None:
+    found = [
+        f"{name}:{line} getattr({target}, ...)"
+        for name, tree in modules()
+        if door_of(name) and name not in ADMIN_COMMANDS
+        for target, line in probes(tree)
+    ]
+    assert found == []
+
+
+def test_the_probe_check_sees_getattr_on_a_stream() -> None:
+    tree = ast.parse("def f(stream):\n    return getattr(stream, 'reasoning', '')\n")
+    assert list(probes(tree)) == [("stream", 2)]
+    assert list(probes(ast.parse("getattr(request, 'session_hash', None)"))) == []
