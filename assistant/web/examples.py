@@ -107,6 +107,10 @@ _DOCUMENT_NOUNS = frozenset(
     }
 )
 _GENERIC_PHRASES = frozenset({"version history", "revision history", "table of contents"})
+# Words that already make a noun phrase definite or countable ("our role of ..." needs no "the").
+_DETERMINERS = frozenset(
+    {"the", "a", "an", "our", "your", "this", "these", "that", "those", "each", "all", "any"}
+)
 _JOINERS = frozenset({"and", "of", "the", "a", "an", "to", "for", "in", "on", "with"})
 # "1.2 ", "A. ", "iv) " before a heading's words.
 _ENUMERATION = re.compile(r"^(?:[\d.]+|[A-Z]\.|[ivxIVX]+\))\s+")
@@ -196,13 +200,21 @@ def _heading_question(heading: str, title: str) -> str:
     if len(words) == 1 and words[0].lower().endswith("ly"):
         return ""
     # Title Case reads oddly mid-sentence; acronyms and names with inner capitals stay.
-    topic = " ".join(w.lower() if w[1:].islower() else w for w in text.split())
+    topic = _with_article(" ".join(w.lower() if w[1:].islower() else w for w in text.split()))
     title_words = _WORDS.findall(title)
     question = f"What do the policies say about {topic}?"
     if title_words and title_words[-1].lower() in _DOCUMENT_NOUNS:
         named = f"What does the {title.removeprefix('The ')} say about {topic}?"
         question = named if len(named) <= MAX_CHARS else question
     return question if len(question) <= MAX_CHARS else ""
+
+
+def _with_article(topic: str) -> str:
+    """Return ``topic`` with "the" before a noun that "of" narrows: "the role of the board"."""
+    words = topic.split()
+    if len(words) >= 3 and words[1] == "of" and words[0].lower() not in _DETERMINERS:
+        return f"the {topic}"
+    return topic
 
 
 def _round_robin(by_source: dict[str, list[str]]) -> Iterable[tuple[str, str]]:

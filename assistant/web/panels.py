@@ -153,7 +153,7 @@ def _changes_panel(changes: ChangeFeed, catalog: Catalog, directory: Directory |
         except AssistantError:
             readable = set()
         shown = visible_changes(changes.recent(), readable=readable, user=user)
-        return recent_changes_markdown(shown, days=changes.days)
+        return recent_changes_markdown(shown, days=changes.days, first=changes.first_ingest())
 
     # Read again on opening: an ingest may have run since the page loaded.
     accordion.expand(
