@@ -174,6 +174,7 @@ def build_app(
     from assistant.retrieval.factory import open_retriever
     from assistant.web.changes import ChangeFeed
     from assistant.web.feedback import ChatAudit
+    from assistant.web.suggestions import suggester
 
     directory = load_directory(
         settings.ui.users_file,
@@ -209,5 +210,6 @@ def build_app(
         examples=_examples(settings, retriever.snapshot, retriever, directory),
         status=lambda user: _status(settings, retriever.snapshot, user),
         names=chunk_names(retriever.snapshot),
+        suggest=suggester(retriever.snapshot, retriever),
     )
     return WebApp(demo=demo, viewer=viewer, settings=settings, directory=directory)

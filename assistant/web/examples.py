@@ -17,7 +17,7 @@ from assistant.errors import AssistantError
 from assistant.protocols import Searcher
 from assistant.types import Chunk, IndexSnapshot
 
-__all__ = ["DISABLED", "MAX_EXAMPLES", "corpus_examples", "pick_examples"]
+__all__ = ["DISABLED", "MAX_EXAMPLES", "corpus_examples", "pick_examples", "section_question"]
 
 logger = logging.getLogger(__name__)
 
@@ -215,6 +215,19 @@ def _with_article(topic: str) -> str:
     if len(words) >= 3 and words[1] == "of" and words[0].lower() not in _DETERMINERS:
         return f"the {topic}"
     return topic
+
+
+def section_question(heading_path: Sequence[str], title: str) -> str:
+    """Return the question a person would ask about a section, or "" when it names no topic.
+
+    A heading that is a question already (an FAQ entry) is asked as it stands.
+    """
+    if len(heading_path) < 2:
+        return ""
+    text = _ENUMERATION.sub("", " ".join(heading_path[-1].split()))
+    if text.endswith("?"):
+        return text if len(_WORDS.findall(text)) >= 4 and len(text) <= MAX_CHARS else ""
+    return _heading_question(heading_path[-1], title or heading_path[0])
 
 
 def _round_robin(by_source: dict[str, list[str]]) -> Iterable[tuple[str, str]]:
