@@ -71,7 +71,8 @@ def conversation_markdown(history: object, *, base_url: str, title: str) -> str:
         if role == "user":
             lines += ["## Question", "", _quote_plain(text), ""]
         elif heading:
-            lines += [f"### {heading}", "", _unentity(_absolute(text, base_url), _AS_MARKDOWN), ""]
+            lines += [f"### {_unentity(heading, _AS_MARKDOWN)}", ""]
+            lines += [_unentity(_absolute(text, base_url), _AS_MARKDOWN), ""]
         else:
             lines += ["## Answer", "", _unentity(_absolute(text, base_url), _AS_MARKDOWN), ""]
     return "\n".join(lines).rstrip() + "\n"
@@ -99,7 +100,7 @@ def conversation_html(history: object, *, base_url: str, title: str) -> str:
         if role == "user":
             parts += ["<h2>Question</h2>", f'<p class="question">{html.escape(text)}</p>']
         else:
-            parts.append(f"<h3>{html.escape(heading)}</h3>" if heading else "<h2>Answer</h2>")
+            parts.append(f"<h3>{_plain(heading)}</h3>" if heading else "<h2>Answer</h2>")
             parts.append(_render(_absolute(text, base_url)))
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"

@@ -42,8 +42,10 @@ FOCUS_RING = "#1d4ed8"
 
 CSS = (
     f"""
-.gradio-container {{ max-width: min({READING_WIDTH_PX}px, 100vw) !important;
-  margin: 0 auto !important; }}
+/* A set width, not only a maximum: the column shrank to its content on the landing page
+   and while an answer streamed (794, 763 then 880 px at 1440 px wide). */
+.gradio-container {{ width: min({READING_WIDTH_PX}px, 100vw) !important;
+  max-width: min({READING_WIDTH_PX}px, 100vw) !important; margin: 0 auto !important; }}
 :root, .gradio-container {{ --body-text-color-subdued: {SUBDUED_TEXT};
   --block-info-text-color: {SUBDUED_TEXT}; --input-placeholder-color: {SUBDUED_TEXT};
   --block-label-text-color: {SUBDUED_TEXT}; }}

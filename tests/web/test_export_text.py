@@ -25,7 +25,7 @@ def _history() -> list[dict[str, object]]:
     return [
         {"role": "user", "content": "What is the rate? <b>now</b>"},
         {"role": "assistant", "content": answer.text},
-        {"role": "assistant", "content": sources, "metadata": {"title": "Sources"}},
+        {"role": "assistant", "content": sources, "metadata": {"title": "1 source: A &gt; B"}},
     ]
 
 
@@ -38,6 +38,7 @@ def test_the_markdown_export_holds_no_html_entities() -> None:
     exported = conversation_markdown(_history(), base_url="http://chat.example/", title="t")
     assert "Benefits & Perks" in exported
     assert "Loans > Rates" in exported
+    assert "### 1 source: A > B" in exported
     assert not re.search(r"&(amp|lt|gt|quot|#39);", exported), exported
 
 
@@ -46,6 +47,7 @@ def test_the_html_export_shows_no_entities_and_no_raw_markdown() -> None:
     shown = _shown_text(page)
     assert "Benefits & Perks" in shown
     assert "Loans > Rates" in shown
+    assert "1 source: A > B" in shown
     assert "<b>now</b>" in shown  # the question stays text
     assert "<em>Also retrieved, not cited:</em>" in page
     for raw in ("&gt;", "&amp;", "*Also", "**", "\\["):
