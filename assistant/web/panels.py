@@ -16,7 +16,7 @@ from assistant.errors import AssistantError
 from assistant.users import Directory
 from assistant.web.answer_view import filters_label
 from assistant.web.changes import ChangeFeed, recent_changes_markdown, visible_changes
-from assistant.web.feedback import ChatAudit, owner_of
+from assistant.web.feedback import NO_RECORD, ChatAudit, owner_of
 from assistant.web.identity import user_of
 from assistant.web.turn import Catalog, as_list
 
@@ -191,7 +191,10 @@ def _feedback_panel(chatbot: gr.Chatbot, audit: ChatAudit, directory: Directory 
         down = bool(record_id) and data.liked is not True
         flagged = data.liked if isinstance(data.liked, str) else ""
         note = gr.update(value=message, visible=True)
-        return record_id, gr.update(visible=down), note, flagged, "", gr.update(visible=True)
+        # A like needs no form: the filled thumb says it was taken. A rating that was not
+        # stored says so beside the answer.
+        shown = down or message == NO_RECORD
+        return record_id, gr.update(visible=down), note, flagged, "", gr.update(visible=shown)
 
     def explain(record_id: str, why_text: str, right: str, request: gr.Request) -> tuple[Any, ...]:
         user = user_of(request, directory)
