@@ -134,6 +134,7 @@ def build_app(
     from assistant.session.stack import open_stack
     from assistant.web.changes import ChangeFeed
     from assistant.web.feedback import ChatAudit
+    from assistant.web.suggestions import suggester
 
     directory = load_directory(
         settings.ui.users_file,
@@ -167,5 +168,6 @@ def build_app(
         examples=_examples(settings, retriever.snapshot, retriever, directory),
         status=lambda user: _status(settings, retriever.snapshot, user),
         names=chunk_names(retriever.snapshot),
+        suggest=suggester(retriever.snapshot, retriever),
     )
     return WebApp(demo=demo, viewer=viewer, settings=settings, directory=directory)

@@ -2,6 +2,11 @@
 
 `ChangeFeed` rereads ``INDEX/changes.jsonl`` only when the file changed, so
 every answer can ask whether a cited section changed lately.
+
+The index's first ingest records every document as "added"; that is when the
+documents were indexed, not when they changed. So the panel sums it up in one
+"indexed" line, and "updated on" comes only from a later ingest, and only when
+the document's own date does not say it is older than the index (issue 30, item 5).
 """
 
 from __future__ import annotations
@@ -54,12 +59,24 @@ class ChangeFeed:
                 self._seen = seen
             return self._changes
 
+    def first_ingest(self) -> str:
+        """Return when the index's first recorded ingest ran (ISO time), or "" if none."""
+        changes = self._all()
+        return changes[0].time if changes else ""
+
     def updated_on(self, hit: Hit) -> str:
-        """Return the date the hit's section was added or edited lately, or ""."""
+        """Return the date the hit's section was added or edited lately, or "".
+
+        Changes of the first ingest are the documents being indexed, not updated; and
+        a document whose own date is older than the first ingest did not say it changed.
+        """
+        first = self.first_ingest()
+        if hit.effective_date and hit.effective_date < first[:10]:
+            return ""
         path = HEADING_SEPARATOR.join(hit.chunk.heading_path)
         date = ""
         for change in self.recent():
-            if change.source != hit.chunk.source:
+            if change.source != hit.chunk.source or _indexed(change, first):
                 continue
             if path in change.sections_edited or path in change.sections_added:
                 date = max(date, change.time[:10])
@@ -84,16 +101,31 @@ def visible_changes(
     ]
 
 
-def recent_changes_markdown(changes: Sequence[DocumentChange], *, days: int) -> str:
-    """Return the panel's Markdown: newest change first, one line per document."""
-    if not changes:
-        return f"No policy changed in the last {days} days."
+def recent_changes_markdown(
+    changes: Sequence[DocumentChange], *, days: int, first: str = ""
+) -> str:
+    """Return the panel's Markdown: newest change first, one line per document.
+
+    Documents the first ingest (at ``first``) added are summed up in one "indexed" line.
+    """
+    indexed = [c for c in changes if _indexed(c, first)]
+    changed = [c for c in changes if not _indexed(c, first)]
     lines = []
-    for change in list(reversed(changes))[:MAX_PANEL_ENTRIES]:
+    if not changed:
+        lines.append(f"No policy changed in the last {days} days.")
+    for change in list(reversed(changed))[:MAX_PANEL_ENTRIES]:
         title = escape_markdown(change.title or change.source)
         detail = _detail(change)
         lines.append(f"- **{change.time[:10]}** {title}: {change.change}{detail}")
+    if indexed:
+        count = f"{len(indexed)} document{'s' if len(indexed) != 1 else ''}"
+        lines.append(f"\n{count} indexed on {first[:10]} (the first ingest; not changes).")
     return "\n".join(lines)
+
+
+def _indexed(change: DocumentChange, first: str) -> bool:
+    """Return whether ``change`` is a document the index's first ingest (at ``first``) added."""
+    return change.change == "added" and change.time == first
 
 
 def _detail(change: DocumentChange) -> str:

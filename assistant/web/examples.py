@@ -17,7 +17,7 @@ from assistant.errors import AssistantError
 from assistant.protocols import Searcher
 from assistant.types import Chunk, IndexSnapshot
 
-__all__ = ["DISABLED", "MAX_EXAMPLES", "corpus_examples", "pick_examples"]
+__all__ = ["DISABLED", "MAX_EXAMPLES", "corpus_examples", "pick_examples", "section_question"]
 
 logger = logging.getLogger(__name__)
 
@@ -107,6 +107,10 @@ _DOCUMENT_NOUNS = frozenset(
     }
 )
 _GENERIC_PHRASES = frozenset({"version history", "revision history", "table of contents"})
+# Words that already make a noun phrase definite or countable ("our role of ..." needs no "the").
+_DETERMINERS = frozenset(
+    {"the", "a", "an", "our", "your", "this", "these", "that", "those", "each", "all", "any"}
+)
 _JOINERS = frozenset({"and", "of", "the", "a", "an", "to", "for", "in", "on", "with"})
 # "1.2 ", "A. ", "iv) " before a heading's words.
 _ENUMERATION = re.compile(r"^(?:[\d.]+|[A-Z]\.|[ivxIVX]+\))\s+")
@@ -196,13 +200,34 @@ def _heading_question(heading: str, title: str) -> str:
     if len(words) == 1 and words[0].lower().endswith("ly"):
         return ""
     # Title Case reads oddly mid-sentence; acronyms and names with inner capitals stay.
-    topic = " ".join(w.lower() if w[1:].islower() else w for w in text.split())
+    topic = _with_article(" ".join(w.lower() if w[1:].islower() else w for w in text.split()))
     title_words = _WORDS.findall(title)
     question = f"What do the policies say about {topic}?"
     if title_words and title_words[-1].lower() in _DOCUMENT_NOUNS:
         named = f"What does the {title.removeprefix('The ')} say about {topic}?"
         question = named if len(named) <= MAX_CHARS else question
     return question if len(question) <= MAX_CHARS else ""
+
+
+def _with_article(topic: str) -> str:
+    """Return ``topic`` with "the" before a noun that "of" narrows: "the role of the board"."""
+    words = topic.split()
+    if len(words) >= 3 and words[1] == "of" and words[0].lower() not in _DETERMINERS:
+        return f"the {topic}"
+    return topic
+
+
+def section_question(heading_path: Sequence[str], title: str) -> str:
+    """Return the question a person would ask about a section, or "" when it names no topic.
+
+    A heading that is a question already (an FAQ entry) is asked as it stands.
+    """
+    if len(heading_path) < 2:
+        return ""
+    text = _ENUMERATION.sub("", " ".join(heading_path[-1].split()))
+    if text.endswith("?"):
+        return text if len(_WORDS.findall(text)) >= 4 and len(text) <= MAX_CHARS else ""
+    return _heading_question(heading_path[-1], title or heading_path[0])
 
 
 def _round_robin(by_source: dict[str, list[str]]) -> Iterable[tuple[str, str]]:

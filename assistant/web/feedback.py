@@ -23,6 +23,7 @@ from assistant.words import valid_unicode
 
 __all__ = [
     "MAX_FEEDBACK_CHARS",
+    "NO_RECORD",
     "RECORD_PREFIX",
     "ChatAudit",
     "owner_of",

@@ -22,6 +22,12 @@ __all__ = ["conversation_html", "conversation_markdown"]
 
 _LINK = re.compile(r"\[((?:\\.|[^\]\\])*)\]\((/doc/[^)\s]*)\)")
 _BOLD = re.compile(r"\*\*(.+?)\*\*")
+_ITALIC = re.compile(r"(?<![*\\])\*(?![*\s])(.+?)(?<![*\s\\])\*(?!\*)")
+# The chat's Markdown escapes document text as HTML entities; a file read as text
+# shows them raw. One pass, so "&amp;lt;" (a literal "&lt;") stays "&lt;".
+_ENTITY = re.compile(r"&(amp|lt|gt|quot|#39);")
+_AS_MARKDOWN = {"amp": "&", "lt": "\\<", "gt": ">", "quot": '"', "#39": "'"}
+_AS_TEXT = {"amp": "&", "lt": "<", "gt": ">", "quot": '"', "#39": "'"}
 _ESCAPE = re.compile(r"\\([\\`*_\[\]()#!|~.:@+=-])")
 # Titled messages are the sources (under "Sources", "Closest sections" or a one-line
 # summary such as "2 sources: Loan Policy > Interest") and the trace, which is left out.
@@ -49,6 +55,10 @@ def _messages(history: object) -> list[tuple[str, str, str]]:
     return kept
 
 
+def _unentity(text: str, table: Mapping[str, str]) -> str:
+    return _ENTITY.sub(lambda m: table[m[1]], text)
+
+
 def _absolute(text: str, base_url: str) -> str:
     base = base_url.rstrip("/")
     return _LINK.sub(lambda m: f"[{m[1]}]({base}{m[2]})", text)
@@ -61,9 +71,10 @@ def conversation_markdown(history: object, *, base_url: str, title: str) -> str:
         if role == "user":
             lines += ["## Question", "", _quote_plain(text), ""]
         elif heading:
-            lines += [f"### {heading}", "", _absolute(text, base_url), ""]
+            lines += [f"### {_unentity(heading, _AS_MARKDOWN)}", ""]
+            lines += [_unentity(_absolute(text, base_url), _AS_MARKDOWN), ""]
         else:
-            lines += ["## Answer", "", _absolute(text, base_url), ""]
+            lines += ["## Answer", "", _unentity(_absolute(text, base_url), _AS_MARKDOWN), ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -89,7 +100,7 @@ def conversation_html(history: object, *, base_url: str, title: str) -> str:
         if role == "user":
             parts += ["<h2>Question</h2>", f'<p class="question">{html.escape(text)}</p>']
         else:
-            parts.append(f"<h3>{html.escape(heading)}</h3>" if heading else "<h2>Answer</h2>")
+            parts.append(f"<h3>{_plain(heading)}</h3>" if heading else "<h2>Answer</h2>")
             parts.append(_render(_absolute(text, base_url)))
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
@@ -121,11 +132,11 @@ def _inline(text: str) -> str:
 
     text = re.sub(r"\[((?:\\.|[^\]\\])*)\]\((https?://[^)\s]*)\)", keep_link, text)
     bolded = _BOLD.sub(lambda m: "\1" + m[1] + "\2", text)
-    out = _plain(bolded).replace("\1", "<strong>").replace("\2", "</strong>")
+    styled = _ITALIC.sub(lambda m: "\3" + m[1] + "\4", bolded)
+    out = _plain(styled).replace("\1", "<strong>").replace("\2", "</strong>")
+    out = out.replace("\3", "<em>").replace("\4", "</em>")
     return re.sub(r"\0(\d+)\0", lambda m: links[int(m[1])], out)
 
 
 def _plain(text: str) -> str:
-    return html.escape(
-        _ESCAPE.sub(r"\1", text).replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">")
-    )
+    return html.escape(_unentity(_ESCAPE.sub(r"\1", text), _AS_TEXT))

@@ -14,6 +14,8 @@ loads anything from another host.
 
 from __future__ import annotations
 
+from assistant.web.tools_script import TOOLS_CSS, TOOLS_JS
+
 __all__ = ["CSS", "JS", "READING_WIDTH_PX", "SHORTCUTS", "SHORTCUTS_HTML"]
 
 # About 90 characters a line at the chat's font size.
@@ -38,9 +40,12 @@ SHORTCUTS_HTML = (
 SUBDUED_TEXT = "#5c5c66"
 FOCUS_RING = "#1d4ed8"
 
-CSS = f"""
-.gradio-container {{ max-width: min({READING_WIDTH_PX}px, 100vw) !important;
-  margin: 0 auto !important; }}
+CSS = (
+    f"""
+/* A set width, not only a maximum: the column shrank to its content on the landing page
+   and while an answer streamed (794, 763 then 880 px at 1440 px wide). */
+.gradio-container {{ width: min({READING_WIDTH_PX}px, 100vw) !important;
+  max-width: min({READING_WIDTH_PX}px, 100vw) !important; margin: 0 auto !important; }}
 :root, .gradio-container {{ --body-text-color-subdued: {SUBDUED_TEXT};
   --block-info-text-color: {SUBDUED_TEXT}; --input-placeholder-color: {SUBDUED_TEXT};
   --block-label-text-color: {SUBDUED_TEXT}; }}
@@ -108,10 +113,13 @@ html, body, gradio-app {{ height: 100%; }}
 .message-content pre {{ white-space: pre-wrap; overflow-wrap: anywhere; }}
 .message-content pre code {{ white-space: pre-wrap; }}
 """
+    + TOOLS_CSS
+)
 
 # Copy a message as the reader sees it: rendered text, links spelled out in full.
 # Runs in the capture phase so Gradio's own handler (Markdown source) does not.
-JS = """
+JS = (
+    """
 () => {
   const BLOCKS = new Set(["P", "LI", "TR", "BLOCKQUOTE", "PRE", "H1", "H2", "H3", "H4",
                           "H5", "H6", "UL", "OL", "TABLE", "DIV"]);
@@ -322,5 +330,9 @@ JS = """
       }
     }
   }, true);
+"""
+    + TOOLS_JS
+    + """
 }
 """
+)

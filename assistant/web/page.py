@@ -34,6 +34,7 @@ from assistant.web.panels import (
     wire_filters,
 )
 from assistant.web.routes import app_kwargs, socket_peer_only
+from assistant.web.suggestions import Suggest
 from assistant.web.trace import ChunkNames
 from assistant.web.turn import Catalog, make_responder
 from assistant.web.viewer import DocumentViewer
@@ -72,6 +73,7 @@ def build_demo(
     directory: Directory | None = None,
     audit: ChatAudit | None = None,
     changes: ChangeFeed | None = None,
+    suggest: Suggest | None = None,
 ) -> gr.Blocks:
     """Build the chat UI around a service.
 
@@ -89,6 +91,7 @@ def build_demo(
         directory: Who may log in and which groups they are in (None: anonymous).
         audit: Records answers and the thumbs on them; None shows no feedback panel.
         changes: The change list, for the "Recent policy changes" panel and "updated on".
+        suggest: Offers follow-up questions after an answer (None offers none).
 
     Returns:
         The Gradio Blocks; serve it with `launch`.
@@ -102,6 +105,7 @@ def build_demo(
         directory=directory,
         audit=audit,
         changes=changes,
+        suggest=suggest,
     )
     boxes = filter_boxes(settings.retrieval.top_k)
     demo = gr.Blocks(title=TITLE, analytics_enabled=False, fill_height=True)

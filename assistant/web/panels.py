@@ -16,7 +16,7 @@ from assistant.errors import AssistantError
 from assistant.users import Directory
 from assistant.web.answer_view import filters_label
 from assistant.web.changes import ChangeFeed, recent_changes_markdown, visible_changes
-from assistant.web.feedback import ChatAudit, owner_of
+from assistant.web.feedback import NO_RECORD, ChatAudit, owner_of
 from assistant.web.identity import user_of
 from assistant.web.turn import Catalog, as_list
 
@@ -41,6 +41,10 @@ FEEDBACK_OPTIONS = (
 )
 
 FilterBoxes = tuple[gr.Dropdown, gr.Dropdown, gr.Slider]
+FEEDBACK_POP_ID = "feedback-pop"
+# Plain words for ``k`` (was "Sources (k)").
+PASSAGES_LABEL = "How many passages to read for each answer"
+EXPORT_FORMATS = (("md", "Markdown"), ("html", "HTML"))
 
 
 def filter_boxes(top_k: int) -> FilterBoxes:
@@ -51,17 +55,26 @@ def filter_boxes(top_k: int) -> FilterBoxes:
     login page too (finding D1), and they would be the same for every user. The
     responder checks values against the user's current catalog instead.
     """
+    # Enter completes to the first document or tag that matches what was typed (the
+    # page's script); custom values stay allowed only so a stale value fails softly.
     source_box = gr.Dropdown(
         choices=[],
         multiselect=True,
         allow_custom_value=True,
         label="Documents",
+        info="Type part of a title, then Enter",
+        elem_id="filter-documents",
         render=False,
     )
     tag_box = gr.Dropdown(
-        choices=[], multiselect=True, allow_custom_value=True, label="Tags", render=False
+        choices=[],
+        multiselect=True,
+        allow_custom_value=True,
+        label="Tags",
+        elem_id="filter-tags",
+        render=False,
     )
-    k_slider = gr.Slider(1, 10, value=min(top_k, 10), step=1, label="Sources (k)", render=False)
+    k_slider = gr.Slider(1, 10, value=min(top_k, 10), step=1, label=PASSAGES_LABEL, render=False)
     return source_box, tag_box, k_slider
 
 
@@ -128,14 +141,7 @@ def conversation_tools(
     """
     if audit is not None:
         _feedback_panel(chatbot, audit, directory)
-    with gr.Row():
-        export = gr.Button("Export conversation (Markdown and HTML)", size="sm")
-    files = gr.File(label="Conversation", file_count="multiple", visible=False, interactive=False)
-
-    def export_conversation(history: list[dict[str, Any]]) -> Any:
-        return _export(history, base_url)
-
-    export.click(export_conversation, inputs=[chatbot], outputs=[files], api_visibility="private")
+    _export_buttons(chatbot, base_url)
     if changes is not None:
         _changes_panel(changes, catalog, directory)
 
@@ -153,7 +159,7 @@ def _changes_panel(changes: ChangeFeed, catalog: Catalog, directory: Directory |
         except AssistantError:
             readable = set()
         shown = visible_changes(changes.recent(), readable=readable, user=user)
-        return recent_changes_markdown(shown, days=changes.days)
+        return recent_changes_markdown(shown, days=changes.days, first=changes.first_ingest())
 
     # Read again on opening: an ingest may have run since the page loaded.
     accordion.expand(
@@ -167,11 +173,14 @@ def _changes_panel(changes: ChangeFeed, catalog: Catalog, directory: Directory |
 
 def _feedback_panel(chatbot: gr.Chatbot, audit: ChatAudit, directory: Directory | None) -> None:
     record = gr.State("")
-    with gr.Group(visible=False) as why:
-        reason = gr.Textbox(label="What was wrong? (optional)", max_lines=3)
-        correction = gr.Textbox(label="The right answer is... (optional)", max_lines=6)
-        send = gr.Button("Send feedback", size="sm")
-    note = gr.Markdown("", visible=False)
+    # Shown beside the rated answer (the page's script places it there), not under the chat.
+    with gr.Column(elem_id=FEEDBACK_POP_ID, visible=False) as pop:
+        note = gr.Markdown("", visible=False)
+        with gr.Group(visible=False) as why:
+            reason = gr.Textbox(label="What was wrong? (optional)", max_lines=3)
+            correction = gr.Textbox(label="The right answer is... (optional)", max_lines=6)
+            send = gr.Button("Send feedback", size="sm")
+        close = gr.Button("Close", size="sm", elem_id="feedback-close")
 
     def rate(
         history: list[dict[str, Any]], data: gr.LikeData, request: gr.Request
@@ -182,7 +191,10 @@ def _feedback_panel(chatbot: gr.Chatbot, audit: ChatAudit, directory: Directory 
         down = bool(record_id) and data.liked is not True
         flagged = data.liked if isinstance(data.liked, str) else ""
         note = gr.update(value=message, visible=True)
-        return record_id, gr.update(visible=down), note, flagged, ""
+        # A like needs no form: the filled thumb says it was taken. A rating that was not
+        # stored says so beside the answer.
+        shown = down or message == NO_RECORD
+        return record_id, gr.update(visible=down), note, flagged, "", gr.update(visible=shown)
 
     def explain(record_id: str, why_text: str, right: str, request: gr.Request) -> tuple[Any, ...]:
         user = user_of(request, directory)
@@ -193,7 +205,14 @@ def _feedback_panel(chatbot: gr.Chatbot, audit: ChatAudit, directory: Directory 
     chatbot.like(
         rate,
         inputs=[chatbot],
-        outputs=[record, why, note, reason, correction],
+        outputs=[record, why, note, reason, correction, pop],
+        api_visibility="private",
+        queue=False,
+    )
+    close.click(
+        lambda: gr.update(visible=False),
+        None,
+        [pop],
         api_visibility="private",
         queue=False,
     )
@@ -204,6 +223,25 @@ def _feedback_panel(chatbot: gr.Chatbot, audit: ChatAudit, directory: Directory 
         api_visibility="private",
         queue=False,
     )
+
+
+def _export_buttons(chatbot: gr.Chatbot, base_url: str) -> None:
+    """One button per format; a click writes the file and the page's script downloads it."""
+    with gr.Row(elem_id="export-row"):
+        buttons = [
+            gr.Button(f"Download conversation ({name})", size="sm", elem_id=f"export-{kind}")
+            for kind, name in EXPORT_FORMATS
+        ]
+    for button, (kind, _) in zip(buttons, EXPORT_FORMATS, strict=True):
+        # Kept in the page but out of sight: the script clicks its link once it appears.
+        file = gr.File(
+            label=f"Conversation ({kind})", elem_classes=["export-file"], interactive=False
+        )
+
+        def export(history: list[dict[str, Any]], kind: str = kind) -> str:
+            return _export(history, base_url, kind)
+
+        button.click(export, inputs=[chatbot], outputs=[file], api_visibility="private")
 
 
 def export_base(settings: Settings) -> str:
@@ -220,13 +258,12 @@ def export_base(settings: Settings) -> str:
     return f"http://{host}:{settings.ui.port}/"
 
 
-def _export(history: list[dict[str, Any]], base: str) -> Any:
+def _export(history: list[dict[str, Any]], base: str, kind: str) -> str:
     from assistant.web.history import conversation_html, conversation_markdown
 
     title = f"Policy assistant conversation, {time.strftime('%Y-%m-%d %H:%M')}"
     folder = Path(tempfile.mkdtemp(prefix="conversation-"))
-    markdown = folder / "conversation.md"
-    page = folder / "conversation.html"
-    markdown.write_text(conversation_markdown(history, base_url=base, title=title), "utf-8")
-    page.write_text(conversation_html(history, base_url=base, title=title), "utf-8")
-    return gr.update(value=[str(markdown), str(page)], visible=True)
+    write = conversation_markdown if kind == "md" else conversation_html
+    path = folder / f"conversation.{kind}"
+    path.write_text(write(history, base_url=base, title=title), "utf-8")
+    return str(path)

@@ -39,6 +39,7 @@ from assistant.web.messages import (
     no_match_messages,
     pending_sources,
 )
+from assistant.web.suggestion_view import Suggest, with_follow_ups
 from assistant.web.trace import ChunkNames
 from assistant.words import valid_unicode
 
@@ -96,6 +97,7 @@ class _Shown:
     user: User = field(default=ANONYMOUS)
     trace: bool = True
     owner: str = ""
+    suggest: Suggest | None = None
 
 
 def make_responder(
@@ -107,6 +109,7 @@ def make_responder(
     directory: Directory | None = None,
     audit: ChatAudit | None = None,
     changes: ChangeFeed | None = None,
+    suggest: Suggest | None = None,
 ) -> Responder:
     """Return the chat generator Gradio calls with (message, history, sources, tags, k).
 
@@ -119,6 +122,7 @@ def make_responder(
         directory: Resolves each request's user (None: everyone is anonymous).
         audit: Records each answer (and gives its message the record id); None records nothing.
         changes: Marks sources whose section changed lately ("updated on DATE").
+        suggest: Offers follow-up questions after an answer (None offers none).
 
     The Trace follows an answer for administrators, or for everyone when
     ``settings.ui.trace`` says so.
@@ -150,6 +154,7 @@ def make_responder(
         shown = _Shown(filters=filter_words(filters, titles), names=names)
         shown.no_match_note = filter_note(filters, titles)
         shown.audit, shown.changes, shown.user = audit, changes, user
+        shown.suggest = suggest
         # Retrieval internals are for administrators unless the setting says everyone.
         shown.trace = settings.ui.trace == "everyone" or user.is_admin
         shown.owner = owner_of(user, getattr(request, "session_hash", None))
@@ -274,7 +279,9 @@ def _stream(
     _record(messages[0], body, stream, answer, question, filters, shown, timings)
     if shown.trace:
         messages.append(_trace_message(stream, question, shown, timings))
-    yield messages
+    # Gradio shows the options of a turn's last message: the follow-ups go there.
+    answered = not (stream.result.no_good_match or answer.not_covered)
+    yield with_follow_ups(messages, answer, shown.user, shown.suggest if answered else None)
 
 
 def _final_messages(

@@ -6,8 +6,8 @@ embedder and `FakeOpenAIServer`, so it writes the real audit log beside the inde
 
 from __future__ import annotations
 
-import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -67,14 +67,10 @@ def test_a_liked_conversation_exports_with_its_citations(served: Served, page: A
     assert record is not None
     assert record["feedback"]["rating"] == "up"
 
-    page.get_by_role("button", name="Export conversation (Markdown and HTML)").click()
-    link = page.locator("a[href*='conversation.md']").first
-    link.wait_for()
-    href = link.get_attribute("href")
-    assert href is not None
-    url = href if href.startswith("http") else served.url + href
-    with urllib.request.urlopen(url, timeout=10) as response:
-        markdown = response.read().decode("utf-8")
+    # One click downloads the file (issue 30, item 8).
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Download conversation (Markdown)").click()
+    markdown = Path(download.value.path()).read_text(encoding="utf-8")
     assert question in markdown
     assert "12% per annum" in markdown
     assert "Loan Policy" in markdown

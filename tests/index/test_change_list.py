@@ -199,19 +199,71 @@ def test_a_failing_webhook_is_a_warning_and_the_ingest_succeeds(
 def test_a_citation_of_a_recently_changed_section_says_updated_on(tmp_path: Path) -> None:
     index = tmp_path / "index"
     index.mkdir()
-    change = DocumentChange(
-        time="2026-11-20T10:00:00+00:00",
-        source="loan-policy.md",
-        title="Loan Policy",
-        change="edited",
-        sections_edited=("Loan Policy > Loan Products > Emergency Loans > Interest",),
-    )
-    (index / "changes.jsonl").write_text(json.dumps(asdict(change)) + "\n")
-    feed = ChangeFeed(index, days=30, today=lambda: dt.date(2026, 12, 1))
-    hit = loan_hit()
+    _write_changes(index, _first_ingest("2025-12-01"), _interest_edit("2026-11-20"))
+    feed = ChangeFeed(index, days=400, today=lambda: dt.date(2026, 12, 1))
+    hit = loan_hit()  # its own date, 2026-01-01, is after the first ingest
     answer = Answer("rate?", "12% [1].", (hit,), (Citation(1, hit),))
     assert "updated on 2026-11-20" in sources_markdown(answer, updated=feed.updated_on)
     stale = ChangeFeed(index, days=5, today=lambda: dt.date(2026, 12, 1))
     assert "updated on" not in sources_markdown(answer, updated=stale.updated_on)
     assert "Loan Policy" in recent_changes_markdown(feed.recent(), days=30)
     assert "Interest" in recent_changes_markdown(feed.recent(), days=30)
+
+
+INTEREST = "Loan Policy > Loan Products > Emergency Loans > Interest"
+
+
+def _first_ingest(day: str) -> DocumentChange:
+    return DocumentChange(
+        time=f"{day}T09:00:00+00:00",
+        source="loan-policy.md",
+        title="Loan Policy",
+        change="added",
+        sections_added=(INTEREST,),
+    )
+
+
+def _interest_edit(day: str) -> DocumentChange:
+    return DocumentChange(
+        time=f"{day}T10:00:00+00:00",
+        source="loan-policy.md",
+        title="Loan Policy",
+        change="edited",
+        sections_edited=(INTEREST,),
+    )
+
+
+def _write_changes(index: Path, *changes: DocumentChange) -> None:
+    lines = [json.dumps(asdict(c)) for c in changes]
+    (index / "changes.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def test_a_first_ingest_is_indexed_not_updated_and_not_listed_as_added(tmp_path: Path) -> None:
+    index = tmp_path / "index"
+    index.mkdir()
+    _write_changes(index, _first_ingest("2026-11-30"))
+    feed = ChangeFeed(index, days=30, today=lambda: dt.date(2026, 12, 1))
+    hit = loan_hit()
+    answer = Answer("rate?", "12% [1].", (hit,), (Citation(1, hit),))
+    assert "updated on" not in sources_markdown(answer, updated=feed.updated_on)
+    panel = recent_changes_markdown(feed.recent(), days=30, first=feed.first_ingest())
+    assert "added" not in panel
+    assert "No policy changed in the last 30 days." in panel
+    assert "1 document indexed on 2026-11-30" in panel
+
+
+def test_a_later_edit_says_updated_only_when_the_documents_own_date_agrees(
+    tmp_path: Path,
+) -> None:
+    index = tmp_path / "index"
+    index.mkdir()
+    _write_changes(index, _first_ingest("2026-11-01"), _interest_edit("2026-11-20"))
+    feed = ChangeFeed(index, days=60, today=lambda: dt.date(2026, 12, 1))
+    for own, shown in (("2026-11-20", True), ("2025-09-10", False), ("", True)):
+        hit = loan_hit(effective_date=own)
+        answer = Answer("rate?", "12% [1].", (hit,), (Citation(1, hit),))
+        text = sources_markdown(answer, updated=feed.updated_on)
+        assert ("updated on 2026-11-20" in text) is shown, own
+    panel = recent_changes_markdown(feed.recent(), days=60, first=feed.first_ingest())
+    assert "Loan Policy: edited" in panel
+    assert "1 document indexed on 2026-11-01" in panel

@@ -41,6 +41,16 @@ def _examples(title: str, heading: str) -> tuple[str, ...]:
         ),
         ("The Staff Handbook", "Sick Leave", "What does the Staff Handbook say about sick leave?"),
         ("How We Work", "Meetings", "What do the policies say about meetings?"),
+        (
+            "Governance",
+            "Role of the Board",
+            "What do the policies say about the role of the board?",
+        ),
+        (
+            "Staff Handbook",
+            "Code of Conduct",
+            "What does the Staff Handbook say about the code of conduct?",
+        ),
     ],
 )
 def test_a_heading_becomes_a_question_that_names_only_documents(

@@ -257,8 +257,7 @@ def test_exported_links_never_come_from_the_host_header() -> None:
     public = Settings(api=APISettings(public_url="https://policies.example.com"))
     base = export_base(public)
     assert base == "https://policies.example.com/"
-    update = _export(history, base)
-    html = Path(update["value"][1]).read_text(encoding="utf-8")
+    html = Path(_export(history, base, "html")).read_text(encoding="utf-8")
     assert "https://policies.example.com/doc/hr/payroll.md#pay-dates" in html
     assert (
         export_base(Settings(ui=UISettings(host="0.0.0.0", port=7861))) == "http://127.0.0.1:7861/"
