@@ -33,6 +33,9 @@ _ANY_IMAGE = re.compile(r"!\[")
 _DESTINATION = re.compile(r"\]\(\s*<?([^)\s>]*)")
 # A label may hold escaped brackets and line breaks, up to CommonMark's 999 characters.
 _DEFINITION = re.compile(r"(\[(?:[^\\\]]|\\[\s\S]){0,999}\]):")
+# Private-use characters standing for an image replacement's brackets until the end.
+_OPEN, _CLOSE = "\ue000", "\ue001"
+_PLACEHOLDER = re.compile("[\ue000\ue001]")
 _URL_NOISE = re.compile(r"[\x00-\x20]")
 # What GFM autolinks: a scheme URL, a www. host, an e-mail address (at its "@"). A
 # backslash before them is no protection ("\www" is a literal backslash); the
@@ -55,11 +58,17 @@ _LINE_BREAK = re.compile(r"\s*[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]\s*")
 
 # Tails that may still become a construct once more text arrives.
 _OPEN_TAIL = re.compile(
-    r"!?\[[^\]\n]*(?:\](?:\([^)\n]*|\[[^\]\n]*)?)?$"  # label, destination or reference
+    # label, then a destination (which may hold line ends) or a reference
+    r"!?\[[^\]\n]*(?:\](?:\([^)]*|\[[^\]\n]*)?)?$"
     r"|<(?:[A-Za-z/!?][^>\n]*)?$"  # tag or autolink
     r"|!$"  # may become an image
     r"|\]\(\s*<?[^)\s>]*$"  # destination after a nested label, maybe across a line end
-    r"|(?<![\w/])(?:https?://[^\s)<>`\]]*|h(?:t(?:t(?:p(?:s?(?::/?)?)?)?)?)?)$",  # URL in progress
+    r"|(?<![\w/])(?:https?://[^\s)<>`\]]*|h(?:t(?:t(?:p(?:s?(?::/?)?)?)?)?)?)$"  # URL in progress
+    # What GFM may still autolink (`_LINKIFY`): any scheme followed by "//", a www.
+    # host; whether it stays depends on the host, which ends only at white space.
+    r"|(?<![\w+.-])[A-Za-z][\w+.-]*:(?://[^\s<>`]*|/)?$"
+    r"|w{1,3}$|www\.[^\s<>`]*$"
+    r"|[\\`]+$",  # a backtick run may grow (and then not close a span); a backslash escapes
     re.IGNORECASE,
 )
 _TAIL_WINDOW = 2000
@@ -83,14 +92,18 @@ def neutralise_markdown(text: str, *, allowed_hosts: frozenset[str]) -> str:
         hosts (or with ``javascript:``/``data:`` targets) keep only their label
         and show the URL as code, and HTML tags are escaped.
     """
-    text = _IMAGE.sub(_replace_image, text)
+    # An image becomes marked-off text that no later pattern reads (its brackets are
+    # placeholders until the end): read again, "\\[image removed: a\\]" and a "(//)"
+    # after it made a link that the streamed prefix never had.
+    text = _IMAGE.sub(_replace_image, _PLACEHOLDER.sub("", text))
     text = _LINK.sub(lambda m: _replace_link(m, allowed_hosts), text)
     text = _AUTOLINK.sub(lambda m: _replace_autolink(m, allowed_hosts), text)
     text = _BARE_URL.sub(lambda m: _replace_bare(m, allowed_hosts), text)
     text = _HTML_START.sub("&lt;", text)
     text = _ANY_IMAGE.sub(r"!\\[", text)
     text = _DESTINATION.sub(lambda m: _guard_destination(m, allowed_hosts), text)
-    return _unlink_outside_code(_DEFINITION.sub(r"\1\\:", text), allowed_hosts)
+    text = _unlink_outside_code(_DEFINITION.sub(r"\1\\:", text), allowed_hosts)
+    return text.replace(_OPEN, "\\[").replace(_CLOSE, "\\]")
 
 
 def _unlink_outside_code(text: str, allowed: frozenset[str]) -> str:
@@ -116,6 +129,11 @@ def _code_spans(text: str) -> list[tuple[int, int]]:
     start another block (a list item, a quote) that no span crosses. Where this
     sees no span the text is backslashed, which at worst shows a backslash in code.
     """
+    return _code_pairing(text)[0]
+
+
+def _code_pairing(text: str) -> tuple[list[tuple[int, int]], int]:
+    """Return `_code_spans` and where a single backtick still open at the end starts (-1: none)."""
     spans: list[tuple[int, int]] = []
     opened: tuple[int, int] | None = None  # start and length of the open run
     for match in _CODE_TOKEN.finditer(text):
@@ -135,7 +153,7 @@ def _code_spans(text: str) -> list[tuple[int, int]]:
         elif len(token) == opened[1]:
             spans.append((opened[0], match.end()))
             opened = None
-    return spans
+    return spans, -1 if opened is None else opened[0]
 
 
 def _unlink(match: re.Match[str], allowed: frozenset[str]) -> str:
@@ -247,23 +265,32 @@ class SafeStream:
     def feed(self, delta: str) -> str:
         """Add ``delta`` and return the safe text that can be shown now."""
         self._raw += delta
-        out = self._advance(_stable_length(self._raw))
-        if len(self._raw) >= self._next_cut:
+        out, held = self._advance(_stable_length(self._raw), final=False)
+        if len(self._raw) >= self._next_cut and not held:
             self._cut()
         return out
 
     def finish(self) -> str:
         """Return whatever was held back, now that the text is complete."""
-        return self._advance(len(self._raw))
+        return self._advance(len(self._raw), final=True)[0]
 
-    def _advance(self, stable: int) -> str:
+    def _advance(self, stable: int, *, final: bool) -> tuple[str, bool]:
+        """Return the next safe piece, and whether some of the stable text is held back."""
         safe = neutralise_markdown(self._raw[:stable], allowed_hosts=self._allowed)
-        if not safe.startswith(self._emitted):
+        shown, held = safe, False
+        if not final:
+            # A backtick the neutralised text leaves open may pair with a later one
+            # (its own inert code spans included), which changes what the text
+            # between them needs; everything before it is settled.
+            opened = _code_pairing(safe)[1]
+            if opened >= 0:
+                shown, held = safe[:opened], True
+        if not shown.startswith(self._emitted):
             # Cannot happen for the constructs above; emit nothing rather than wrong text.
-            return ""
-        delta = safe[len(self._emitted) :]
-        self._emitted, self._emitted_raw = safe, stable
-        return delta
+            return "", True
+        delta = shown[len(self._emitted) :]
+        self._emitted, self._emitted_raw = shown, stable
+        return delta, held
 
     def _cut(self) -> None:
         """Freeze the segment before the last cut already emitted, if there is one."""
@@ -329,6 +356,12 @@ def _stable_length(raw: str) -> int:
     # can put it inside another, so repeat until it stays.
     while True:
         moved = _outside_code(raw, cut)
+        if moved < cut:
+            # Out of a code span, the cut may now end a tail that a later part of
+            # ``raw`` completes ("<a:" of "<a:`>"), before the window seen so far.
+            start = min(start, raw.rfind("\n", 0, max(raw.rfind("\n", 0, moved), 0)) + 1)
+            tail = _OPEN_TAIL.search(raw, start, moved)
+            moved = tail.start() if tail else moved
         for pattern in (_IMAGE, _LINK, _AUTOLINK):
             for done in pattern.finditer(raw, start):
                 if done.start() < moved < done.end():
@@ -356,7 +389,14 @@ def _outside_code(raw: str, cut: int) -> int:
             if opened_at < cut < run.end():
                 return opened_at
             opened_at, opened_len = -1, 0
-    return opened_at if opened_len and opened_at < cut else cut
+    cut = opened_at if opened_len and opened_at < cut else cut
+    # The neutraliser pairs backticks within a line (`_code_spans`); a run this
+    # paired across a line end may still open a span there.
+    spans, still_open = _code_pairing(raw)
+    for start, end in spans:
+        if start < cut < end:
+            cut = start
+    return still_open if 0 <= still_open < cut else cut
 
 
 def _guard_destination(match: re.Match[str], allowed: frozenset[str]) -> str:
@@ -367,7 +407,7 @@ def _guard_destination(match: re.Match[str], allowed: frozenset[str]) -> str:
 
 def _replace_image(match: re.Match[str]) -> str:
     alt = re.sub(r"[\[\]]", "", match.group(1)).strip() or "no description"
-    return f"\\[image removed: {alt}\\]"
+    return f"{_OPEN}image removed: {alt}{_CLOSE}"
 
 
 def _replace_link(match: re.Match[str], allowed: frozenset[str]) -> str:

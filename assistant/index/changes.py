@@ -251,7 +251,9 @@ def _write(index: Path, states: Mapping[str, SectionState], changes: list[Docume
     try:
         index.mkdir(parents=True, exist_ok=True)
         if changes:
-            with changes_path(index).open("a", encoding="utf-8") as out:
+            with changes_path(index).open("a+", encoding="utf-8") as out:
+                if out.tell() and _ends_cut_short(changes_path(index)):
+                    out.write("\n")  # a line cut short by a crash must not swallow this one
                 for change in changes:
                     out.write(json.dumps(asdict(change), ensure_ascii=False) + "\n")
         tmp.write_text(json.dumps(states, ensure_ascii=False), encoding="utf-8")
@@ -261,29 +263,43 @@ def _write(index: Path, states: Mapping[str, SectionState], changes: list[Docume
         logger.warning("cannot record what this ingest changed in %s: %s", index, exc)
 
 
+def _ends_cut_short(path: Path) -> bool:
+    with path.open("rb") as raw:
+        raw.seek(-1, os.SEEK_END)
+        return raw.read(1) != b"\n"
+
+
 def read_changes(index: Path, *, since: str = "") -> list[DocumentChange]:
     """Return the recorded changes from ``since`` (ISO date or time) on, oldest first."""
     path = changes_path(index)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = path.read_bytes().splitlines()
     except FileNotFoundError:
         return []
     except OSError as exc:
         logger.warning("cannot read the change list %s: %s", path, exc)
         return []
-    changes = []
+    changes, skipped = [], 0
     for line in lines:
-        try:
-            raw: dict[str, Any] = json.loads(line)
-            fields: dict[str, Any] = {
-                k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()
-            }
-            change = DocumentChange(**fields)
-        except (ValueError, TypeError):
-            continue  # a line cut short by a full disk
-        if change.time >= since:
+        change = _change_of(line)
+        if change is None:
+            skipped += 1  # a line cut short by a full disk or a crash, or damaged
+        elif change.time >= since:
             changes.append(change)
+    if skipped:
+        logger.warning("%d unreadable lines in the change list %s were skipped", skipped, path)
     return changes
+
+
+def _change_of(line: bytes) -> DocumentChange | None:
+    """Return the change one line of the list records, or None when it is not one."""
+    try:
+        raw = json.loads(line.decode("utf-8"))
+        fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()}
+        change = DocumentChange(**fields)
+    except (ValueError, TypeError, AttributeError):
+        return None
+    return change if isinstance(change.time, str) else None
 
 
 def post_changes(url: str, changes: Iterable[DocumentChange]) -> str:

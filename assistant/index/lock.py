@@ -67,7 +67,11 @@ def writer_lock(index_dir: Path, *, wait: bool) -> Iterator[None]:
             "(or pass --wait to queue behind it)"
         ) from exc
     except OSError as exc:
-        raise StoreError(f"cannot lock {index_dir}: {exc.strerror or exc}") from exc
+        path = index_dir / "ingest.lock"
+        raise StoreError(
+            f"cannot lock {path}: {exc.strerror or exc} (the writer lock must be a file: "
+            "if no ingest is running, remove it and run the ingest again)"
+        ) from exc
     logger.debug("process %d holds the writer lock on %s", os.getpid(), index_dir)
     try:
         yield

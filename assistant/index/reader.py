@@ -32,6 +32,7 @@ from assistant.config import StoreSettings
 from assistant.errors import IndexNotFoundError, StoreError
 from assistant.index.chroma import ChromaIndex, forget_cached_clients
 from assistant.index.commits import KEEP_RECORDS
+from assistant.index.files import read_generation
 from assistant.types import Chunk, IndexSnapshot, RowOrigin
 
 __all__ = ["IndexReader"]
@@ -147,7 +148,7 @@ class IndexReader:
             return self._reload_from_copy()
         index = self._index()
         if not index.exists():
-            raise IndexNotFoundError(f"no index at {index.location}: run `python ingest.py` first")
+            raise IndexNotFoundError(_missing(self._settings, index.location))
         started = time.perf_counter()
         snapshot = index.load_snapshot()
         logger.info(
@@ -256,3 +257,16 @@ def _source_of(chunk_id: str) -> str:
 
 def _chunk_source(chunk: Chunk) -> str:
     return chunk.source
+
+
+def _missing(settings: StoreSettings, location: str) -> str:
+    """Say why there is no index: none yet, or a database lost after an ingest committed."""
+    database = settings.path / "chroma" / "chroma.sqlite3"
+    if settings.is_remote or read_generation(settings) == "0":
+        return f"no index at {location}: run `python ingest.py` first"
+    state = "missing" if not database.exists() else "empty or without this collection"
+    return (
+        f"the index database {database} is {state}, though an ingest committed here "
+        "(deleted or truncated?): run `python ingest.py PATH...` again to build it anew, "
+        "or restore the folder from a backup"
+    )

@@ -142,6 +142,10 @@ class Retriever:
         """Return whether searches see every row of the committed generation (not masked)."""
         return self._fresh is None or self._fresh.settled()
 
+    def prepared_for(self, user: User) -> bool:
+        """Return whether a question of ``user`` now finds its audience class's structures built."""
+        return self._current_view().has_readable(user)
+
     @property
     def embedder(self) -> Embedder:
         """Return the model queries are embedded with (offline answers rank passages with it)."""

@@ -156,6 +156,9 @@ class SearchView:
     # index holds at least ``int8_above`` chunks.
     int8: Int8Vectors | None = None
     int8_above: int = 0
+    # One user of each audience class asked for (the first seen), by readable key:
+    # the classes whose structures the next generation prepares before it serves.
+    class_users: OrderedDict[bytes, User] = field(default_factory=OrderedDict)
 
     @property
     def pending(self) -> bool:
@@ -226,25 +229,94 @@ class SearchView:
 
     def readable(self, user: User) -> Readable:
         """Return what ``user`` may read (built once per audience class and generation)."""
-        docs = self.snapshot.docs
-        allowed = np.array(
-            [user.may_read(docs[s].audience if s in docs else ()) for s in self.sources],
-            dtype=np.bool_,
-        )
+        allowed = self._allowed(user)
         key = allowed.tobytes()
         with self.readable_lock:
             cached = self.readable_cache.get(key)
             if cached is not None:
                 self.readable_cache.move_to_end(key)
                 return cached
-        built = self._build_readable(allowed)
+        return self._keep(key, user, self._build_readable(allowed))
+
+    def has_readable(self, user: User) -> bool:
+        """Return whether what ``user`` may read is built already (`readable` costs nothing)."""
+        key = self._allowed(user).tobytes()
+        with self.readable_lock:
+            return key in self.readable_cache
+
+    def _allowed(self, user: User) -> npt.NDArray[np.bool_]:
+        docs = self.snapshot.docs
+        return np.array(
+            [user.may_read(docs[s].audience if s in docs else ()) for s in self.sources],
+            dtype=np.bool_,
+        )
+
+    def _keep(self, key: bytes, user: User, built: Readable) -> Readable:
         with self.readable_lock:
             self.readable_cache[key] = built
+            self.class_users.setdefault(key, user)
             while len(self.readable_cache) > _READABLE_CACHE:
                 self.readable_cache.popitem(last=False)
+            while len(self.class_users) > _READABLE_CACHE:
+                self.class_users.popitem(last=False)
         return built
 
-    def _build_readable(self, allowed: npt.NDArray[np.bool_]) -> Readable:
+    def prepare_classes(self, before: SearchView) -> int:
+        """Build what each audience class ``before`` served may read here; return how many.
+
+        Called off the question path once this view of a newer generation is built
+        (`assistant.retrieval.freshness`), so that no question of a known class waits
+        for a BM25 build after an ingest. A class's BM25 is patched from its
+        structures in ``before`` when this view's snapshot was patched from
+        ``before``'s (the changed rows only), else built afresh.
+        """
+        with before.readable_lock:
+            users = list(before.class_users.values())
+        for user in users:
+            allowed = self._allowed(user)
+            key = allowed.tobytes()
+            with self.readable_lock:
+                if key in self.readable_cache:
+                    continue
+            lexical = None if allowed.all() else self._patched_class(before, user, allowed)
+            self._keep(key, user, self._build_readable(allowed, lexical=lexical))
+        return len(users)
+
+    def _patched_class(
+        self, before: SearchView, user: User, allowed: npt.NDArray[np.bool_]
+    ) -> Lexical | None:
+        """Return the BM25 of ``allowed``'s rows patched from ``before``'s, or None to build it."""
+        origin = self.snapshot.origin
+        if origin is None or origin.generation != before.snapshot.generation:
+            return None
+        old = before.readable(user)
+        rows = np.flatnonzero(allowed[self.source_ids])
+        old_rows = origin.rows[rows]  # rows of ``before``'s snapshot, -1 for fetched rows
+        if old.rows is None:
+            local = old_rows
+        elif not old.rows.size:
+            local = np.full(rows.size, -1, dtype=np.int64)
+        else:
+            at = np.searchsorted(old.rows, old_rows).clip(max=old.rows.size - 1)
+            local = np.where((old_rows >= 0) & (old.rows[at] == old_rows), at, -1)
+        lexical = old.lexical
+        root = lexical.root if isinstance(lexical, PatchedLexicalIndex) else lexical
+        if isinstance(lexical, PatchedLexicalIndex):
+            local = np.where(local >= 0, lexical.root_rows[local.clip(min=0)], -1)
+        added = rows[local < 0]
+        if added.size > _MAX_ADDED:
+            return None
+        chunks, docs = self.snapshot.chunks, self.snapshot.docs
+        return PatchedLexicalIndex(
+            root,
+            local.astype(np.int64),
+            [chunks[r].text for r in added],
+            [title_field(chunks[r], docs.get(chunks[r].source)) for r in added],
+        )
+
+    def _build_readable(
+        self, allowed: npt.NDArray[np.bool_], *, lexical: Lexical | None = None
+    ) -> Readable:
         chunks, docs = self.snapshot.chunks, self.snapshot.docs
         sources = tuple(s for s, ok in zip(self.sources, allowed, strict=True) if ok)
         if allowed.all():
@@ -259,10 +331,11 @@ class SearchView:
             )
         mask: npt.NDArray[np.bool_] = allowed[self.source_ids]
         rows = np.flatnonzero(mask).astype(np.int64)
-        lexical = FieldedLexicalIndex(
-            [chunks[r].text for r in rows],
-            [title_field(chunks[r], docs.get(chunks[r].source)) for r in rows],
-        )
+        if lexical is None:
+            lexical = FieldedLexicalIndex(
+                [chunks[r].text for r in rows],
+                [title_field(chunks[r], docs.get(chunks[r].source)) for r in rows],
+            )
         vectors = np.ascontiguousarray(self.snapshot.vectors[rows])
         readable_docs = {s: docs[s] for s in sources if s in docs}
         int8 = None if self.int8 is None else self.int8.subset(rows)
