@@ -69,6 +69,28 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
 
 
+SLOW_SECONDS = 2.0
+_UNMARKED_SLOW: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Add up each test's set-up and call (fixtures included) unless it is marked ``slow``."""
+    if "slow" not in report.keywords and report.when != "teardown":
+        _UNMARKED_SLOW[report.nodeid] = _UNMARKED_SLOW.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Name the tests over 2 s that lack ``@pytest.mark.slow`` (timings are noisy: a hint)."""
+    over = sorted(
+        ((seconds, node) for node, seconds in _UNMARKED_SLOW.items() if seconds > SLOW_SECONDS),
+        reverse=True,
+    )
+    if over:
+        terminalreporter.write_sep("=", f"over {SLOW_SECONDS:g} s without @pytest.mark.slow")
+        for seconds, node in over:
+            terminalreporter.write_line(f"{seconds:6.2f}s {node}")
+
+
 @pytest.fixture(autouse=True)
 def _clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
     """Keep the developer's own configuration out of every test."""

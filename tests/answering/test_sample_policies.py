@@ -11,10 +11,13 @@ import pytest
 from assistant.answering.service import Assistant, build_assistant
 from assistant.config import Settings, StoreSettings
 from assistant.embeddings.factory import make_embedder
-from assistant.index.ingest import ingest
 from assistant.retrieval.factory import open_retriever
 from assistant.types import Turn
+from tests.support.corpora import ingest_once
 from tests.support.paths import SAMPLE_POLICIES
+
+# Every test reads the sample policies embedded with the packaged model.
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +25,7 @@ def assistant(tmp_path_factory: pytest.TempPathFactory) -> Assistant:
     index = tmp_path_factory.mktemp("sample") / "index"
     settings = Settings(store=StoreSettings(path=index))
     embedder = make_embedder(settings.embedding)
-    ingest([SAMPLE_POLICIES], settings=settings, embedder=embedder)
+    ingest_once(SAMPLE_POLICIES, settings, embedder=embedder)
     return build_assistant(
         settings, searcher=open_retriever(settings, embedder=embedder), embedder=embedder
     )

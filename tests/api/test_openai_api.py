@@ -36,9 +36,12 @@ from assistant.api.protocol import (
     source_entries,
     sources_text,
 )
+from assistant.config import Settings, StoreSettings
+from assistant.embeddings.factory import make_embedder
 from assistant.tokens import get_tokenizer
 from assistant.types import MAX_TURN_CHARS, MAX_TURNS, Answer, Citation
-from tests.conftest import ROOT, SAMPLE_POLICIES, free_port, run_ingest
+from tests.conftest import ROOT, SAMPLE_POLICIES, free_port
+from tests.support.corpora import ingest_once
 from tests.support.hit_factory import make_hit
 from tests.support.openai_server import FakeOpenAIServer, Reply
 
@@ -94,10 +97,10 @@ class ApiServer:
 
 @pytest.fixture(scope="module")
 def sample_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    index = tmp_path_factory.mktemp("api") / "index"
-    done = run_ingest(str(SAMPLE_POLICIES), "--index", str(index), env=_environ())
-    assert done.returncode == 0, done.stderr
-    return index
+    # A copy of the session's one ingest with the packaged model (ingest.py has its own tests).
+    settings = Settings(store=StoreSettings(path=tmp_path_factory.mktemp("api") / "index"))
+    ingest_once(SAMPLE_POLICIES, settings, embedder=make_embedder(settings.embedding))
+    return settings.store.path
 
 
 @pytest.fixture(scope="module")
