@@ -24,12 +24,21 @@ from dataclasses import dataclass
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assistant.answering.service import build_assistant, finish
+from assistant.answering.service import build_assistant
 from assistant.cli.ask import answer_to_json
 from assistant.config import Settings
 from assistant.index.changes import webhook_payload
+from assistant.session.turn import start_turn
 from assistant.session.visibility import LastSnapshot, catalog_of
-from assistant.types import ADMIN_GROUP, ANONYMOUS, DocMeta, DocumentChange, SearchResult, User
+from assistant.types import (
+    ADMIN_GROUP,
+    ANONYMOUS,
+    DocMeta,
+    DocumentChange,
+    SearchFilters,
+    SearchResult,
+    User,
+)
 from assistant.users import load_directory
 from assistant.web.changes import recent_changes_markdown, visible_changes
 from assistant.web.format import sources_markdown, trace_markdown
@@ -93,8 +102,8 @@ def outputs(docs: list[Doc], user: User, question: str) -> tuple[SearchResult, s
     retriever = make_retriever(snapshot, embedder)
     result = retriever.search(question, user=user)
     service = build_assistant(Settings(), searcher=retriever, embedder=embedder)
-    run = service.ask(question, user=user)
-    answer, shown = finish(run)
+    outcome = start_turn(service, question, k=None, filters=SearchFilters(), user=user).run()
+    answer, shown = outcome.answer, outcome.shown
     parts = [
         json.dumps(
             [
@@ -104,10 +113,10 @@ def outputs(docs: list[Doc], user: User, question: str) -> tuple[SearchResult, s
         ),
         "\n".join(result.trace),
         result.no_match_reason,
-        json.dumps(answer_to_json(run, answer, shown)),
+        json.dumps(answer_to_json(outcome)),
         shown,
         sources_markdown(answer, include_uncited=True),
-        trace_markdown(question=question, query=run.query, lines=run.trace(), timings={}),
+        trace_markdown(question=question, query=outcome.query, lines=outcome.trace, timings={}),
         json.dumps(catalog_of(snapshot, user)),
         json.dumps(list(LastSnapshot(lambda: snapshot).readable_roots(user))),
     ]

@@ -22,10 +22,15 @@ from typing import Any
 
 from assistant.errors import RequestError
 from assistant.session.plain import inert_text
-from assistant.session.request import history_to_turns
+from assistant.session.request import (
+    MAX_QUESTION_CHARS,
+    check_question,
+    history_to_turns,
+    message_text,
+)
 from assistant.session.sources import SourceEntry
 from assistant.session.sources import source_entries as _source_entries
-from assistant.types import HEADING_SEPARATOR, MAX_TURN_CHARS, Answer, SearchFilters, Turn
+from assistant.types import HEADING_SEPARATOR, Answer, SearchFilters, Turn
 from assistant.words import valid_unicode
 
 __all__ = [
@@ -42,7 +47,6 @@ __all__ = [
     "usage_chunk",
 ]
 
-MAX_QUESTION_CHARS = MAX_TURN_CHARS
 MAX_MESSAGES = 1000
 SOURCES_HEADING = "\n\n**Sources**\n\n"
 
@@ -105,24 +109,19 @@ def _question(last: object) -> str:
             code="invalid_messages",
             param="messages",
         )
-    content = last.get("content")
-    if isinstance(content, list):
-        parts = [p for p in content if isinstance(p, Mapping) and p.get("type") == "text"]
-        texts = [p.get("text") for p in parts]
-        content = "\n".join(t for t in texts if isinstance(t, str))
-    if not isinstance(content, str) or not content.strip():
+    checked = check_question(message_text(last.get("content")))
+    if checked.problem == "empty":
         raise RequestError(
             "the user's question has no text", code="invalid_messages", param="messages"
         )
-    question = valid_unicode(content.strip())
-    if len(question) > MAX_QUESTION_CHARS:
+    if checked.problem == "too long":
         raise RequestError(
-            f"the question is {len(question):,} characters long; the limit is "
+            f"the question is {checked.length:,} characters long; the limit is "
             f"{MAX_QUESTION_CHARS:,}",
             code="context_length_exceeded",
             param="messages",
         )
-    return question
+    return checked.text
 
 
 def _without_our_sources(message: object) -> object:

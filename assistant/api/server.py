@@ -11,8 +11,9 @@ CPU-bound, synchronous code); a gate bounds how many run at once per process and
 how many wait, and answers 429 beyond that. Nothing here runs on a timer: an idle
 worker sleeps in its event loop.
 
-Every finished answer is queued for the audit log (`record_answer`, the chat's
-record shape) under the caller the API resolved: the key's user, or
+Each question is one `assistant.session.turn.AnswerTurn`: its finished answer is
+queued for the audit log once (the chat's record shape) under the caller the API
+resolved: the key's user, or
 ``anonymous`` on loopback without a key. Each worker has its own background
 writer; the database being locked or unwritable costs a logged warning only.
 """
@@ -37,7 +38,6 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from assistant.answering.service import shown_text
 from assistant.api.keys import KeyStore, open_key_store
 from assistant.api.protocol import (
     MAX_MESSAGES,
@@ -53,13 +53,12 @@ from assistant.api.protocol import (
     usage_chunk,
 )
 from assistant.api.reply import ReplyText
-from assistant.audit.log import AuditLog
-from assistant.audit.recording import DocLookup, record_answer
 from assistant.config import Settings
 from assistant.errors import AssistantError, IndexNotFoundError, RequestError
-from assistant.protocols import AnswerStream, ChatService
+from assistant.protocols import ChatService
+from assistant.session.turn import AnswerTurn, AuditLog, DocLookup, Outcome, TurnAudit, start_turn
 from assistant.tokens import Tokenizer, get_tokenizer
-from assistant.types import ANONYMOUS, MAX_TURN_CHARS, Answer, User
+from assistant.types import ANONYMOUS, MAX_TURN_CHARS, User
 
 __all__ = ["ApiAudit", "Gate", "build_api", "create_app", "serve"]
 
@@ -142,7 +141,7 @@ class _Api:
         tokenizer: Tokenizer,
         audit: ApiAudit | None = None,
     ) -> None:
-        self.audit = audit
+        self.audit = TurnAudit(audit.log, door="api", doc_meta=audit.doc_meta) if audit else None
         self.service = service
         self.settings = settings
         self.keys = keys
@@ -184,30 +183,6 @@ class _Api:
             )
         return _error(
             401, "Incorrect API key provided.", kind="invalid_request_error", code="invalid_api_key"
-        )
-
-    def record(
-        self,
-        request: ChatRequest,
-        user: User,
-        stream: AnswerStream,
-        answer: Answer,
-        shown: str,
-        started: float,
-    ) -> None:
-        """Queue the audit record of a finished answer (never raises)."""
-        if self.audit is None:
-            return
-        record_answer(
-            self.audit.log,
-            stream,
-            answer,
-            shown,
-            question=request.question,
-            user=user,
-            filters=request.filters,
-            timings_ms={"api total": (time.perf_counter() - started) * 1000},
-            doc_meta=self.audit.doc_meta,
         )
 
     def count(self, request: ChatRequest) -> int:
@@ -406,16 +381,16 @@ async def _answer(api: _Api, request: ChatRequest, user: User) -> Response:
             kind="rate_limit_error",
             code="rate_limit_exceeded",
         )
-    filters = request.filters if request.filters.sources or request.filters.tags else None
-    started = time.perf_counter()
     try:
-        stream = await run_in_threadpool(
-            api.service.ask,
+        turn = await run_in_threadpool(
+            start_turn,
+            api.service,
             request.question,
             request.turns,
             k=request.k,
-            filters=filters,
+            filters=request.filters,
             user=user,
+            audit=api.audit,
         )
     except IndexNotFoundError as exc:
         api.gate.leave()
@@ -431,18 +406,16 @@ async def _answer(api: _Api, request: ChatRequest, user: User) -> Response:
         api.gate.leave()
         raise
     if request.stream:
-        events = _events(api, request, stream, user=user, started=started)
-        return _GatedStream(events, release=_releaser(api, stream))
+        return _GatedStream(_events(api, request, turn), release=_releaser(api, turn))
     try:
-        answer, text = await run_in_threadpool(_finish, stream)
+        # In a thread: the record looks up document versions in the index snapshot.
+        outcome = await run_in_threadpool(turn.run)
     finally:
         api.gate.leave()
-    # In a thread: the record looks up document versions in the index snapshot.
-    await run_in_threadpool(api.record, request, user, stream, answer, text, started)
-    reply = ReplyText(sources=len(answer.sources))
-    text = reply.feed(text) + reply.finish()
+    reply = ReplyText(sources=len(outcome.answer.sources))
+    text = reply.feed(outcome.shown) + reply.finish()
     entries = source_entries(
-        answer, public_url=api.settings.api.public_url, numbers=reply.numbers()
+        outcome.answer, public_url=api.settings.api.public_url, numbers=reply.numbers()
     )
     if request.append_sources:
         text += sources_text(entries)
@@ -453,25 +426,14 @@ async def _answer(api: _Api, request: ChatRequest, user: User) -> Response:
         text=text,
         used=used,
         sources=entries,
-        mode=stream.mode,
+        mode=outcome.mode,
     )
     return _json(body)
 
 
-def _finish(stream: AnswerStream) -> tuple[Answer, str]:
-    streamed = ""
-    try:
-        for delta in stream:
-            streamed += delta
-        answer = stream.answer()
-    finally:
-        stream.close()
-    return answer, shown_text(answer, streamed=streamed, error=stream.error)
-
-
-def _releaser(api: _Api, stream: AnswerStream) -> Callable[[], None]:
+def _releaser(api: _Api, turn: AnswerTurn) -> Callable[[], None]:
     def release() -> None:
-        stream.close()
+        turn.close()
         api.gate.leave()
 
     return release
@@ -495,46 +457,34 @@ def _sse(data: object) -> str:
     return f"data: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n"
 
 
-async def _events(
-    api: _Api, request: ChatRequest, stream: AnswerStream, *, user: User, started: float
-) -> AsyncIterator[str]:
+async def _events(api: _Api, request: ChatRequest, turn: AnswerTurn) -> AsyncIterator[str]:
     cid, created, model = completion_id(), int(time.time()), request.model
 
     def event(delta: dict[str, str], **kwargs: Any) -> str:
         return _sse(chunk(cid=cid, model=model, created=created, delta=delta, **kwargs))
 
     yield event({"role": "assistant", "content": ""})
-    streamed: list[str] = []
     sent: list[str] = []  # the plain, renumbered text the client got
-    reply = ReplyText(sources=len(stream.result.hits))
+    reply = ReplyText(sources=len(turn.result.hits))
+    outcome: Outcome | None = None
     failure = ""
     try:
-        async for delta in iterate_in_threadpool(stream):
-            streamed.append(delta)
+        async for delta in iterate_in_threadpool(turn):
             if shown := reply.feed(delta):
                 sent.append(shown)
                 yield event({"content": shown})
-        answer = await run_in_threadpool(stream.answer)
+        # As in the chat, an answer that failed part way is not recorded.
+        outcome = await run_in_threadpool(turn.finish)
     except AssistantError as exc:
         logger.warning("API answer failed while streaming: %s", exc)
         failure = f"Sorry, the assistant could not finish the answer ({type(exc).__name__})."
-        answer = Answer(request.question, "".join(streamed), stream.result.hits, citations=())
     finally:
-        stream.close()
-    text = "".join(streamed)
+        turn.close()
     tail = reply.finish()
-    if stream.error or failure:
-        tail += f"\n\n*{stream.error or failure}*"
-    if not failure:  # as in the chat, an answer that failed part way is not recorded
-        await run_in_threadpool(
-            api.record,
-            request,
-            user,
-            stream,
-            answer,
-            shown_text(answer, streamed=text, error=stream.error),
-            started,
-        )
+    note = outcome.error if outcome else failure
+    if note:
+        tail += f"\n\n*{note}*"
+    answer = outcome.answer if outcome else turn.unchecked_answer()
     entries = source_entries(
         answer, public_url=api.settings.api.public_url, numbers=reply.numbers()
     )
@@ -542,8 +492,8 @@ async def _events(
         tail += sources_text(entries)
     if tail:
         yield event({"content": tail})
-    extra: dict[str, Any] = {"sources": entries, "mode": stream.mode}
-    if answer.text.strip() and answer.text != text:
+    extra: dict[str, Any] = {"sources": entries, "mode": turn.mode}
+    if outcome and answer.text.strip() and answer.text != outcome.streamed:
         # The citation check ran after the deltas left: it may have removed markers to
         # missing sources or marked unsupported sentences. Clients that can, show this.
         extra["checked_content"] = reply.renumbered(answer.text)

@@ -15,7 +15,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import replace
 from pathlib import PurePosixPath
 
-from assistant.errors import AssistantError, ConfigError
+from assistant.errors import ConfigError
 from assistant.protocols import Searcher
 from assistant.types import SearchFilters
 
@@ -39,21 +39,13 @@ def resolve_filters(filters: SearchFilters, searcher: Searcher) -> SearchFilters
     """
     if not (filters.sources or filters.tags):
         return filters
-    from assistant.retrieval.retriever import Retriever
-    from assistant.session.stack import BoundSearcher
-    from assistant.session.visibility import catalog_of
+    from assistant.session.stack import searcher_catalog
 
-    user = searcher.user if isinstance(searcher, BoundSearcher) else None
-    inner = searcher.wrapped if isinstance(searcher, BoundSearcher) else searcher
-    if not isinstance(inner, Retriever):
-        return filters
-    try:
-        snapshot = inner.snapshot()
-    except AssistantError as exc:
-        logger.debug("filters left as typed: %s", exc)
-        return filters
     # Names and suggestions come only from documents this user may read.
-    named, tags = catalog_of(snapshot, user)
+    catalog = searcher_catalog(searcher)
+    if catalog is None:
+        return filters
+    named, tags = catalog
     sources = [source for source, _ in named]
     return replace(
         filters,

@@ -31,25 +31,22 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TextIO
 
-from assistant.answering.safety import unescape_markdown
-from assistant.answering.service import AnswerRun, Assistant, finish
-from assistant.audit.log import AuditLog
-from assistant.audit.recording import DocLookup, record_answer
 from assistant.cli._common import EXIT_OK, json_text
 from assistant.cli._filters import resolve_filters
 from assistant.cli.access import LOCAL_OPERATOR
 from assistant.config import Settings
 from assistant.errors import AssistantError, ConfigError
-from assistant.protocols import Searcher
+from assistant.protocols import ChatService, Searcher
+from assistant.session.plain import unescape_markdown
 from assistant.session.sources import shown_entries, source_entries
 from assistant.session.stack import BoundSearcher, open_assistant, open_log, snapshot_lookup
-from assistant.types import HEADING_SEPARATOR, Answer, Hit, SearchFilters, User
+from assistant.session.turn import AuditLog, Outcome, TurnAudit, start_turn
+from assistant.types import HEADING_SEPARATOR, Hit, SearchFilters, User
 
 __all__ = ["answer_to_json", "format_answer", "run_ask"]
 
@@ -64,31 +61,18 @@ AUDIT_FLUSH_S = 6.0
 class _Asking:
     """What each answer of one ``ask`` run needs besides its question."""
 
-    service: Assistant
+    service: ChatService
     k: int
     filters: SearchFilters
     user: User
-    log: AuditLog | None
-    doc_meta: DocLookup | None
+    audit: TurnAudit | None
 
-    def ask(self, question: str) -> tuple[AnswerRun, Answer, str]:
+    def ask(self, question: str) -> Outcome:
         """Answer ``question`` and queue its audit record (never raising for the audit)."""
-        started = time.perf_counter()
-        run = self.service.ask(question, k=self.k, filters=self.filters)
-        answer, shown = finish(run)
-        if self.log is not None:
-            record_answer(
-                self.log,
-                run,
-                answer,
-                shown,
-                question=question,
-                user=self.user,
-                filters=self.filters,
-                timings_ms={"ask total": (time.perf_counter() - started) * 1000},
-                doc_meta=self.doc_meta,
-            )
-        return run, answer, shown
+        turn = start_turn(
+            self.service, question, k=self.k, filters=self.filters, user=self.user, audit=self.audit
+        )
+        return turn.run()
 
 
 def run_ask(
@@ -117,12 +101,11 @@ def run_ask(
             k=settings.retrieval.top_k,
             filters=filters,
             user=searcher.user if isinstance(searcher, BoundSearcher) else LOCAL_OPERATOR,
-            log=log,
-            doc_meta=snapshot_lookup(searcher),
+            audit=TurnAudit(log, door="ask", doc_meta=snapshot_lookup(searcher)) if log else None,
         )
         if not args.json:
-            run, answer, shown = asking.ask(args.question)
-            print(format_answer(answer, shown, no_good_match=run.mode == "no good match"), file=out)
+            outcome = asking.ask(args.question)
+            print(format_answer(outcome), file=out)
             return EXIT_OK
         if args.question is not None:
             _write(out, _answer_line(asking, None, args.question))
@@ -161,11 +144,11 @@ def _request_line(asking: _Asking, line: str) -> dict[str, object]:
 
 def _answer_line(asking: _Asking, question_id: object, question: str) -> dict[str, object]:
     try:
-        run, answer, shown = asking.ask(question)
+        outcome = asking.ask(question)
     except AssistantError as exc:
         logger.warning("question %r failed: %s", question_id, exc)
         return {"id": question_id, "error": str(exc)}
-    return {"id": question_id, **answer_to_json(run, answer, shown)}
+    return {"id": question_id, **answer_to_json(outcome)}
 
 
 def _write(out: TextIO, record: dict[str, object]) -> None:
@@ -173,12 +156,13 @@ def _write(out: TextIO, record: dict[str, object]) -> None:
     out.flush()
 
 
-def answer_to_json(run: AnswerRun, answer: Answer, shown: str) -> dict[str, object]:
+def answer_to_json(outcome: Outcome) -> dict[str, object]:
     """Return the contract shape of one finished answer (without ``id``)."""
+    answer = outcome.answer
     return {
-        "answer": unescape_markdown(shown),
-        "mode": run.mode,
-        "no_good_match": run.mode == "no good match",
+        "answer": unescape_markdown(outcome.shown),
+        "mode": outcome.mode,
+        "no_good_match": outcome.mode == "no good match",
         "citations": [{"n": c.number, **_where(c.hit)} for c in answer.citations],
         "unsupported": list(answer.unsupported_sentences),
         "sources": [
@@ -198,16 +182,17 @@ def _where(hit: Hit) -> dict[str, object]:
     }
 
 
-def format_answer(answer: Answer, shown: str, *, no_good_match: bool) -> str:
+def format_answer(outcome: Outcome) -> str:
     """Return the answer text, then its numbered sources and any statements to check.
 
     Cited sources are listed in number order; when none is cited (no good
     match, or an answer without markers) every source is listed, as the chat does.
     """
+    answer = outcome.answer
     shown_sources = shown_entries(source_entries(answer))
-    lines = [unescape_markdown(shown)]
+    lines = [unescape_markdown(outcome.shown)]
     if shown_sources:
-        title = "Closest sections:" if no_good_match else "Sources:"
+        title = "Closest sections:" if outcome.mode == "no good match" else "Sources:"
         lines += ["", title]
         lines += [f"[{e.number}] {_source_line(e.hit)}" for e in shown_sources]
     if answer.unsupported_sentences:

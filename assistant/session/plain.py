@@ -16,7 +16,15 @@ from assistant.answering.extractive import EXTRACTIVE_LABEL
 from assistant.answering.safety import unescape_markdown
 from assistant.answering.service import FALLBACK_LABEL
 
-__all__ = ["MODE_BANNERS", "inert_text", "plain_reply", "plain_text", "table_row_text"]
+# unescape_markdown: the neutraliser's escapes taken out, for the doors' plain outputs.
+__all__ = [
+    "MODE_BANNERS",
+    "inert_text",
+    "plain_reply",
+    "plain_text",
+    "table_row_text",
+    "unescape_markdown",
+]
 
 # The first line of an offline answer names the mode; a door that shows the mode as data
 # leaves it out of the text.

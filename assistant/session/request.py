@@ -11,14 +11,58 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
 
 from assistant.types import MAX_TURN_CHARS, MAX_TURNS, Turn
 from assistant.words import valid_unicode
 
-__all__ = ["history_to_turns", "unlinked_markers"]
+__all__ = [
+    "MAX_QUESTION_CHARS",
+    "CheckedQuestion",
+    "check_question",
+    "history_to_turns",
+    "message_text",
+    "unlinked_markers",
+]
+
+# A question is a sentence or two; a longer one is pasted text or an attack, and would be
+# searched, traced and echoed back in full. The same limit as a history turn's.
+MAX_QUESTION_CHARS = MAX_TURN_CHARS
 
 # A citation marker the chat made a link to the viewer (the title is optional).
 _LINKED_MARKER = re.compile(r'\[\\\[(\d{1,3})\\\]\]\(/doc/[^)\s]*(?:\s+"[^"]*")?\)')
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedQuestion:
+    """A question as typed, checked once: its text, its length, and what is wrong, if anything.
+
+    ``problem`` is "" (fine), ``empty`` or ``too long``; each door words it its own way.
+    """
+
+    text: str
+    length: int
+    problem: Literal["", "empty", "too long"] = ""
+
+
+def check_question(raw: object) -> CheckedQuestion:
+    """Return ``raw`` stripped and valid Unicode, with what keeps it from being asked.
+
+    Lone surrogates (an API client can send one) become U+FFFD: the model, the
+    prompt and Gradio's JSON encoder all refuse them.
+    """
+    text = valid_unicode(raw.strip()) if isinstance(raw, str) else ""
+    if not text:
+        return CheckedQuestion("", 0, "empty")
+    if len(text) > MAX_QUESTION_CHARS:
+        return CheckedQuestion("", len(text), "too long")
+    return CheckedQuestion(text, len(text))
+
+
+def message_text(content: object) -> str:
+    """Return the text of one message's content: a string, or its text parts joined."""
+    return _content_text(content, max_chars=None)
 
 
 def unlinked_markers(text: str) -> str:
@@ -80,14 +124,15 @@ def _to_turn(message: object, *, max_chars: int) -> Turn | None:
     return None
 
 
-def _content_text(content: object, *, max_chars: int) -> str:
+def _content_text(content: object, *, max_chars: int | None) -> str:
     if isinstance(content, str):
         return content[:max_chars]
     if not isinstance(content, Sequence) or isinstance(content, bytes):
         return ""
     pieces: list[str] = []
     size = 0
-    for part in content[:64]:
+    # A history turn reads its first 64 parts; a question all of them (its length is checked).
+    for part in content[:64] if max_chars is not None else content:
         if isinstance(part, str):
             text = part
         elif isinstance(part, Mapping) and part.get("type") == "text":
@@ -95,8 +140,8 @@ def _content_text(content: object, *, max_chars: int) -> str:
             text = value if isinstance(value, str) else ""
         else:
             continue
-        pieces.append(text[: max_chars - size])
+        pieces.append(text if max_chars is None else text[: max_chars - size])
         size += len(pieces[-1])
-        if size >= max_chars:
+        if max_chars is not None and size >= max_chars:
             break
     return "\n".join(pieces)

@@ -17,9 +17,11 @@ from assistant.audit.log import AuditLog, open_audit_log
 from assistant.audit.recording import DocLookup
 from assistant.config import Settings
 from assistant.embeddings.factory import make_embedder
+from assistant.errors import AssistantError
 from assistant.protocols import Embedder, Searcher
 from assistant.retrieval.factory import open_retriever
 from assistant.retrieval.retriever import Retriever
+from assistant.session.visibility import catalog_of
 from assistant.types import ANONYMOUS, DocMeta, IndexSnapshot, SearchFilters, SearchResult, User
 
 __all__ = [
@@ -30,6 +32,7 @@ __all__ = [
     "open_log",
     "open_searcher",
     "open_stack",
+    "searcher_catalog",
     "shared_embedder",
     "snapshot_lookup",
 ]
@@ -104,6 +107,24 @@ def snapshot_lookup(searcher: Searcher) -> DocLookup | None:
     """Return the index's document lookup behind a `Retriever` (bound or not), else None."""
     inner = _unbound(searcher)
     return _lookup(inner) if isinstance(inner, Retriever) else None
+
+
+def searcher_catalog(searcher: Searcher) -> tuple[list[tuple[str, str]], list[str]] | None:
+    """Return the ``(source, title)`` pairs and tags the searcher's user may see.
+
+    None when the searcher cannot list its index (a test fake) or the index cannot be
+    read yet: the search itself then reports the missing index.
+    """
+    user = searcher.user if isinstance(searcher, BoundSearcher) else None
+    inner = _unbound(searcher)
+    if not isinstance(inner, Retriever):
+        return None
+    try:
+        snapshot = inner.snapshot()
+    except AssistantError as exc:
+        logger.debug("no catalog: %s", exc)
+        return None
+    return catalog_of(snapshot, user)
 
 
 def _lookup(retriever: Retriever) -> DocLookup:

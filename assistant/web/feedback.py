@@ -18,6 +18,7 @@ from typing import Literal
 from assistant.audit.log import AuditLog, utc_now
 from assistant.audit.recording import DocLookup, record_answer
 from assistant.protocols import AnswerStream
+from assistant.session.turn import TurnAudit
 from assistant.types import ANONYMOUS, Answer, Feedback, SearchFilters, User
 from assistant.words import valid_unicode
 
@@ -94,12 +95,21 @@ class ChatAudit:
             timings_ms={f"ui {k}": s * 1000 for k, s in timings_s.items()},
             doc_meta=self._doc_meta,
         )
-        if record_id:
-            with self._lock:
-                self._owners[record_id] = owner
-                while len(self._owners) > MAX_OWNED:
-                    self._owners.popitem(last=False)
+        self.own(record_id, owner)
         return record_id
+
+    def turn_audit(self) -> TurnAudit:
+        """Return where a chat turn records its answer (`assistant.session.turn`)."""
+        return TurnAudit(self.log, door="ui", doc_meta=self._doc_meta)
+
+    def own(self, record_id: str, owner: str) -> None:
+        """Note that only ``owner`` may rate the answer recorded as ``record_id``."""
+        if not record_id:
+            return
+        with self._lock:
+            self._owners[record_id] = owner
+            while len(self._owners) > MAX_OWNED:
+                self._owners.popitem(last=False)
 
     def rate(
         self, history: object, index: object, liked: object, *, user: User, owner: str = ""

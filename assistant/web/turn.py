@@ -1,10 +1,11 @@
 """One chat turn: check the question and filters, stream the answer, then its Sources and Trace.
 
 `make_responder` returns the generator Gradio calls for each question. The answer
-streams as text with provisional Sources; the final update adds the checked
-Sources and a collapsed "Trace". Stopping an answer (the Stop button or a closed
-tab) makes Gradio close the generator; its ``finally`` closes the `AnswerStream`,
-which closes the upstream HTTP stream. Nothing per user lives on module globals.
+streams as text with provisional Sources (an `assistant.session.turn.AnswerTurn`); the
+final update shows its `Outcome`: the checked Sources and a collapsed "Trace", the
+audit record's id on the message. Stopping an answer (the Stop button or a closed tab)
+makes Gradio close the generator; its ``finally`` closes the turn, which closes the
+upstream HTTP stream. Nothing per user lives on module globals.
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ from typing import Any
 
 import gradio as gr
 
-from assistant.answering.service import shown_text
 from assistant.config import Settings
 from assistant.errors import AssistantError, IndexNotFoundError, StoreError
-from assistant.protocols import AnswerStream, ChatService
-from assistant.types import ANONYMOUS, Answer, SearchFilters, Turn, User
+from assistant.protocols import ChatService
+from assistant.session.request import MAX_QUESTION_CHARS, check_question
+from assistant.session.turn import AnswerTurn, Outcome, start_turn
+from assistant.types import ANONYMOUS, Answer, SearchFilters, SearchResult, Turn, User
 from assistant.users import Directory
 from assistant.web.answer_view import filter_note, filter_words
 from assistant.web.changes import ChangeFeed
@@ -67,9 +69,6 @@ UNKNOWN_FILTER_MESSAGE = (
 )
 UPDATE_INTERVAL_S = 0.05
 
-# A question is a sentence or two; a longer one is pasted text or an attack, and
-# would be searched, traced and echoed back in full.
-MAX_QUESTION_CHARS = 4000
 TOO_LONG_MESSAGE = (
     "Your question is {length:,} characters long; please shorten it to at most "
     f"{MAX_QUESTION_CHARS:,} characters."
@@ -167,14 +166,12 @@ def make_responder(
 
 def _checked_question(message: object) -> tuple[str, str]:
     """Return ``(question, "")`` or ``("", why it is refused)``."""
-    # API clients can send lone surrogates ("\ud800"); the model, the prompt and
-    # Gradio's own JSON encoder all refuse them.
-    question = valid_unicode(message.strip()) if isinstance(message, str) else ""
-    if not question:
+    checked = check_question(message)
+    if checked.problem == "empty":
         return "", "Please type a question."
-    if len(question) > MAX_QUESTION_CHARS:
-        return "", TOO_LONG_MESSAGE.format(length=len(question))
-    return question, ""
+    if checked.problem == "too long":
+        return "", TOO_LONG_MESSAGE.format(length=checked.length)
+    return checked.text, ""
 
 
 def as_list(value: object) -> list[Any]:
@@ -228,9 +225,12 @@ def _answer(
     filters: SearchFilters,
     shown: _Shown,
 ) -> Iterator[list[gr.ChatMessage]]:
-    started = time.perf_counter()
+    audit = shown.audit.turn_audit() if shown.audit else None
+    started = time.perf_counter()  # the first token counts from the question, search included
     try:
-        stream = service.ask(question, turns, k=k, filters=filters, user=shown.user)
+        turn = start_turn(
+            service, question, turns, k=k, filters=filters, user=shown.user, audit=audit
+        )
     except IndexNotFoundError:
         logger.warning("chat asked before an index exists")
         yield [gr.ChatMessage(content=NO_INDEX_MESSAGE)]
@@ -240,24 +240,19 @@ def _answer(
         yield [gr.ChatMessage(content=FAILED_MESSAGE.format(reason=_short(exc)))]
         return
     try:
-        yield from _stream(stream, question, started=started, shown=shown, filters=filters)
+        yield from _stream(turn, question, started=started, shown=shown)
     finally:
-        stream.close()
+        turn.close()
 
 
 def _stream(
-    stream: AnswerStream,
-    question: str,
-    *,
-    started: float,
-    shown: _Shown,
-    filters: SearchFilters | None = None,
+    turn: AnswerTurn, question: str, *, started: float, shown: _Shown
 ) -> Iterator[list[gr.ChatMessage]]:
     text, first, last_update = "", 0.0, 0.0
     # Shown while the answer streams, so a stopped answer's [n] still point somewhere.
-    pending = _pending(stream, question)
+    pending = _pending(turn.result, question)
     try:
-        for delta in stream:
+        for delta in turn:
             now = time.perf_counter()
             first = first or now - started
             text += delta
@@ -266,81 +261,49 @@ def _stream(
             if now - last_update >= UPDATE_INTERVAL_S:
                 last_update = now
                 yield [gr.ChatMessage(content=text), *pending]
-        answer = stream.answer()
+        timings = {"first token": first, "total": time.perf_counter() - started}
+        # The checked answer drops citation markers that point at no source; the
+        # record is written here, once (the record id rides on the message, for the thumbs).
+        outcome = turn.finish(timings_ms={name: s * 1000 for name, s in timings.items()})
     except AssistantError as exc:
         logger.warning("chat failed while streaming: %s", exc, exc_info=True)
         failed = f"{text}\n\n*{FAILED_MESSAGE.format(reason=_short(exc))}*"
         yield [gr.ChatMessage(content=failed), *finished(pending)]
         return
-    timings = {"first token": first, "total": time.perf_counter() - started}
-    # The checked answer drops citation markers that point at no source.
-    body = shown_text(answer, streamed=text, error=stream.error)
-    messages = _final_messages(stream, answer, body, shown)
-    _record(messages[0], body, stream, answer, question, filters, shown, timings)
+    messages = _final_messages(outcome, shown)
+    if outcome.record_id and shown.audit is not None:
+        shown.audit.own(outcome.record_id, shown.owner)
+        messages[0].metadata = {"id": RECORD_PREFIX + outcome.record_id}
     if shown.trace:
-        messages.append(_trace_message(stream, question, shown, timings))
+        messages.append(_trace_message(outcome, shown, timings))
     # Gradio shows the options of a turn's last message: the follow-ups go there.
-    answered = not (stream.result.no_good_match or answer.not_covered)
-    yield with_follow_ups(messages, answer, shown.user, shown.suggest if answered else None)
+    answered = not (outcome.result.no_good_match or outcome.answer.not_covered)
+    yield with_follow_ups(messages, outcome.answer, shown.user, shown.suggest if answered else None)
 
 
-def _final_messages(
-    stream: AnswerStream, answer: Answer, body: str, shown: _Shown
-) -> list[gr.ChatMessage]:
-    if stream.result.no_good_match or answer.not_covered:
+def _final_messages(outcome: Outcome, shown: _Shown) -> list[gr.ChatMessage]:
+    answer, body = outcome.answer, outcome.shown
+    if outcome.result.no_good_match or answer.not_covered:
         return no_match_messages(answer, body, shown.no_match_note)
     updated = shown.changes.updated_on if shown.changes else None
     # Each [n] links to its passage (the page opens it in place).
     return answer_messages(answer, linked_markers(body, answer), updated=updated)
 
 
-def _trace_message(
-    stream: AnswerStream, question: str, shown: _Shown, timings: dict[str, float]
-) -> gr.ChatMessage:
+def _trace_message(outcome: Outcome, shown: _Shown, timings: dict[str, float]) -> gr.ChatMessage:
     trace = trace_markdown(
-        question=question,
-        query=stream.query,
-        lines=stream.trace(),
+        question=outcome.question,
+        query=outcome.query,
+        lines=outcome.trace,
         timings=timings,
         names=shown.names,
         filters=shown.filters,
-        reasoning=stream.reasoning,
+        reasoning=outcome.reasoning,
     )
     return gr.ChatMessage(content=trace, metadata={"title": "Trace", "status": "done"})
 
 
-def _record(
-    message: gr.ChatMessage,
-    body: str,
-    stream: AnswerStream,
-    answer: Answer,
-    question: str,
-    filters: SearchFilters | None,
-    shown: _Shown,
-    timings: dict[str, float],
-) -> None:
-    """Record the answer (as text, its markers unlinked) in the audit log.
-
-    The record id rides on the shown message, for the thumbs.
-    """
-    if shown.audit is None:
-        return
-    record_id = shown.audit.answered(
-        stream,
-        answer,
-        body,
-        question=question,
-        filters=filters or SearchFilters(),
-        user=shown.user,
-        timings_s=timings,
-        owner=shown.owner,
-    )
-    if record_id:
-        message.metadata = {"id": RECORD_PREFIX + record_id}
-
-
-def _pending(stream: AnswerStream, question: str) -> list[gr.ChatMessage]:
-    result = stream.result
+def _pending(result: SearchResult, question: str) -> list[gr.ChatMessage]:
     if not result.hits or result.no_good_match:
         return []
     return pending_sources(Answer(question, "", result.hits, citations=()))
