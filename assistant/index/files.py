@@ -11,6 +11,7 @@ import hashlib
 import logging
 import os
 import re
+import resource
 import shutil
 from pathlib import Path
 
@@ -74,9 +75,23 @@ def disk_hint(settings: StoreSettings) -> str:
         free = shutil.disk_usage(settings.path).free
     except OSError:
         return ""
-    if free >= _LOW_DISK_BYTES:
+    if free < _LOW_DISK_BYTES:
+        return f" (the disk holding the index is full or nearly full: {free // 1024} KiB free)"
+    return _file_size_hint(settings.path)
+
+
+def _file_size_hint(index: Path) -> str:
+    """Name a file size limit (``ulimit -f``) that a file of the index has reached."""
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    if limit == resource.RLIM_INFINITY:
         return ""
-    return f" (the disk holding the index is full or nearly full: {free // 1024} KiB free)"
+    largest = max((p.stat().st_size for p in index.rglob("*") if p.is_file()), default=0)
+    if largest + _LOW_DISK_BYTES < limit:
+        return ""
+    return (
+        f" (a file of the index reached this process's file size limit, {limit // 1024} KiB:"
+        " raise `ulimit -f` for the ingest, or free the space the limit stands for)"
+    )
 
 
 def damage_hint(settings: StoreSettings, exc: BaseException) -> str:

@@ -11,6 +11,7 @@ import datetime as dt
 import io
 import json
 import logging
+import resource
 import shutil
 import sqlite3
 import subprocess
@@ -198,3 +199,38 @@ def test_a_full_disk_under_the_audit_log_loses_only_what_did_not_fit(
     log.close()
     assert ids[0] == "r00001"
     assert ids[-1] == "r00099"
+
+
+@contextlib.contextmanager
+def _file_size_limit(limit: int) -> Iterator[None]:
+    """Limit every file this process writes to ``limit`` bytes (Python ignores SIGXFSZ,
+    so a write past it fails with EFBIG, as on a full disk); runs anywhere, no root."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+
+
+def test_a_file_size_limit_under_the_audit_log_loses_only_what_did_not_fit(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Own round O18: the audit database reaches the file size limit (``ulimit -f``): the
+    chat is never blocked, what did not fit is dropped with a warning, the rest stays."""
+    path = tmp_path / "audit.sqlite3"
+    log = AuditLog(path)
+    log.record(record(1))
+    written(log)
+    limit = path.stat().st_size + 64 * 1024
+    with caplog.at_level(logging.WARNING, logger="assistant.audit.log"), _file_size_limit(limit):
+        for n in range(2, 60):
+            log.record(record(n, answer="x" * 4000))
+        assert log.flush(timeout=60)
+    assert "lost" in caplog.text or "full" in caplog.text or "large" in caplog.text
+    log.record(record(99))
+    ids = [r.record_id for r, _ in written(log)]
+    log.close()
+    assert ids[0] == "r00001"
+    assert ids[-1] == "r00099"
+    assert 1 < len(ids) < 60  # some fitted, the rest were dropped
