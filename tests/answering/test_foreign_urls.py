@@ -86,6 +86,7 @@ TRICKY = st.text(alphabet="ab [](){}<>!/:\\`hts.xe\n", max_size=60) | st.sampled
 # Derandomized: random seeds still find rare splits (an image followed by "(a:)", an
 # escaped backtick before a code span) where the streamed pieces differ from the whole
 # text neutralised (docs/hardening.md, "Known gaps"); the final answer is the whole text.
+@pytest.mark.slow
 @pytest.mark.xfail(strict=False, reason="known gap, docs/hardening.md: rare splits differ")
 @settings(derandomize=True)
 @given(parts=st.lists(TRICKY, max_size=8))
