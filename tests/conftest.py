@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import os
 import re
 import shutil
@@ -12,6 +14,7 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from subprocess import CompletedProcess
 from typing import Any
 
 import numpy as np
@@ -36,6 +39,21 @@ def run_ingest(*args: str, env: dict[str, str] | None = None) -> subprocess.Comp
         timeout=600,
         check=False,
     )
+
+
+def ingest_in_process(*args: str, env: dict[str, str] | None = None) -> CompletedProcess[str]:
+    """Run ``ingest.py ARGS`` in this process; give what `run_ingest` gives.
+
+    For tests of what the command prints and returns, not of its process: no interpreter
+    start, imports or model load each time (the packaged model is loaded once per
+    session). ``stderr`` holds what the command writes there itself, not log records.
+    """
+    from assistant.cli.ingest import ingest_main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = ingest_main(list(args), environ={**os.environ, **(env or {})}, stdout=out)
+    return CompletedProcess([INGEST, *args], code, out.getvalue(), err.getvalue())
 
 
 def run_python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -198,8 +216,20 @@ def chroma_server(tmp_path: Path) -> Iterator[ChromaServer]:
         server.stop()
 
 
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    """Debian's chromium for one test (its pages: `tests.support.chromium.open_page`)."""
+@pytest.fixture(scope="module")
+def _module_chromium() -> Iterator[Any]:
+    """One chromium per test module: starting it costs seconds, a context milliseconds."""
     with launched_chromium() as launched:
         yield launched
+
+
+@pytest.fixture
+def browser(_module_chromium: Any) -> Iterator[Any]:
+    """Debian's chromium for one test (its pages: `tests.support.chromium.open_page`).
+
+    The module's browser, with every context the test opened closed after it, so no
+    page of one test (a stream, a queued question, cookies) outlives it into the next.
+    """
+    yield _module_chromium
+    for context in list(_module_chromium.contexts):
+        context.close()

@@ -102,7 +102,7 @@ TRICKY = st.text(alphabet="ab [](){}<>!/:\\`hts.xe\n", max_size=60) | st.sampled
 
 # Random seeds, 2,000 examples: rare splits (an image followed by "(//)", "a:" then
 # "//", a backtick pairing with the neutraliser's own inert code span) once made the
-# streamed pieces differ from the whole text neutralised (docs/hardening.md, R17).
+# streamed pieces differ from the whole text neutralised (docs/hardening.md, R18).
 @pytest.mark.slow
 @settings(max_examples=2000, deadline=None)
 @given(parts=st.lists(TRICKY, max_size=8))

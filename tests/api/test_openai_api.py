@@ -578,6 +578,7 @@ def _length(reply: bytes) -> int:
     return 0
 
 
+@pytest.mark.slow
 def test_a_body_declared_over_the_limit_is_refused_before_it_is_sent(
     server: ApiServer, api_key: str
 ) -> None:
@@ -592,6 +593,7 @@ def test_a_body_declared_over_the_limit_is_refused_before_it_is_sent(
     assert json.loads(body)["error"]["code"] == "request_too_large"
 
 
+@pytest.mark.slow
 def test_a_chunked_body_over_the_limit_is_cut_off_at_the_limit(
     server: ApiServer, api_key: str
 ) -> None:
@@ -620,6 +622,7 @@ def test_a_chunked_body_over_the_limit_is_cut_off_at_the_limit(
     assert ok.status_code == 200, ok.text
 
 
+@pytest.mark.slow
 def test_a_body_is_not_read_before_the_key_is_checked(server: ApiServer) -> None:
     head = (
         "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
@@ -630,6 +633,7 @@ def test_a_body_is_not_read_before_the_key_is_checked(server: ApiServer) -> None
     assert json.loads(body)["error"]["code"] == "missing_api_key"
 
 
+@pytest.mark.slow
 def test_deeply_nested_json_is_a_400_in_the_openai_shape(server: ApiServer, api_key: str) -> None:
     """D24: ``[`` x 100,000 used to be a plain-text 500 (RecursionError)."""
     nested = b"[" * 100_000 + b"]" * 100_000

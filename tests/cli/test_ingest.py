@@ -1,4 +1,9 @@
-"""ingest.py as administrators and other tools use it: real processes, real model."""
+"""ingest.py as administrators and other tools use it: real processes, real model.
+
+What the command prints and returns is checked in process (`ingest_in_process`), what
+needs a process of its own (a terminal, a kill, a lock, a blocked network, a usage
+error) in one.
+"""
 
 from __future__ import annotations
 
@@ -20,7 +25,7 @@ import pytest
 from assistant.config import Settings, StoreSettings
 from assistant.embeddings.factory import make_embedder
 from assistant.index.chroma import ChromaIndex
-from tests.conftest import INGEST, ROOT, ChromaServer, run_ingest
+from tests.conftest import INGEST, ROOT, ChromaServer, ingest_in_process, run_ingest
 from tests.support.paths import NETBLOCK
 
 
@@ -53,8 +58,8 @@ def test_json_summary_contract_and_second_run_is_a_no_op(tmp_path: Path) -> None
     (docs / "notes.xyz").write_text("not a policy")
     index = tmp_path / "index"
 
-    first = run_ingest(str(docs), "--index", str(index), "--json")
-    second = run_ingest(str(docs), "--index", str(index), "--json")
+    first = ingest_in_process(str(docs), "--index", str(index), "--json")
+    second = ingest_in_process(str(docs), "--index", str(index), "--json")
 
     assert first.returncode == 0, first.stderr
     summary = json.loads(first.stdout)
@@ -82,8 +87,8 @@ def test_strict_fails_the_run_and_dry_run_prints_the_plan(tmp_path: Path) -> Non
     (docs / "binary.md").write_bytes(b"# T\n\x00\x01\x02")
     index = tmp_path / "index"
 
-    plan = run_ingest(str(docs), "--index", str(index), "--dry-run")
-    strict = run_ingest(str(docs), "--index", str(index), "--strict")
+    plan = ingest_in_process(str(docs), "--index", str(index), "--dry-run")
+    strict = ingest_in_process(str(docs), "--index", str(index), "--strict")
 
     assert plan.returncode == 0
     assert "Plan (dry run" in plan.stdout
@@ -99,8 +104,8 @@ def test_a_redirect_page_is_skipped_and_strict_still_succeeds(tmp_path: Path) ->
     (docs / "moved.md").write_text("---\nredirect_to: /policy-0\n---\n")
     index = tmp_path / "index"
 
-    strict = run_ingest(str(docs), "--index", str(index), "--strict", "--json")
-    text = run_ingest(str(docs), "--index", str(index))
+    strict = ingest_in_process(str(docs), "--index", str(index), "--strict", "--json")
+    text = ingest_in_process(str(docs), "--index", str(index))
 
     assert strict.returncode == 0, strict.stderr
     summary = json.loads(strict.stdout)
@@ -235,7 +240,7 @@ def kill_corpus(
     """A corpus and the state a clean ingest of it leaves (computed once)."""
     base = tmp_path_factory.mktemp("kill")
     docs = small_corpus(base / "docs", count=24)
-    assert run_ingest(str(docs), "--index", str(base / "clean")).returncode == 0
+    assert ingest_in_process(str(docs), "--index", str(base / "clean")).returncode == 0
     return docs, stored_state(base / "clean")
 
 
@@ -272,7 +277,7 @@ def test_ingest_into_a_chroma_server_survives_a_restart(
 
     first = run_ingest(str(docs), "--index", str(tmp_path / "lock"), "--json", env=env)
     assert first.returncode == 0, first.stderr
-    assert run_ingest(str(docs), "--index", str(local)).returncode == 0
+    assert ingest_in_process(str(docs), "--index", str(local)).returncode == 0
     chroma_server.stop()
     chroma_server.start()
     second = run_ingest(str(docs), "--index", str(tmp_path / "lock"), "--json", env=env)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from assistant.cli.search import main as search_main
-from tests.conftest import run_ingest
+from tests.conftest import ingest_in_process
 from tests.support.retrieval_helpers import FakeEmbedder as HelperEmbedder
 from tests.support.retrieval_helpers import make_retriever, make_snapshot, policy_corpus
 from tests.support.tiny_corpus import TINY_CORPUS, run_search
@@ -19,13 +19,13 @@ from tests.support.tiny_corpus import TINY_CORPUS, run_search
 
 @pytest.fixture(scope="module")
 def real_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A tiny index built by the real ``ingest.py`` with the packaged model."""
+    """A tiny index built by ``ingest.py`` (in process) with the packaged model."""
     base = tmp_path_factory.mktemp("real")
     docs = base / "docs"
     docs.mkdir()
     for name, text in TINY_CORPUS.items():
         (docs / name).write_text(text, encoding="utf-8")
-    done = run_ingest(str(docs), "--index", str(base / "idx"))
+    done = ingest_in_process(str(docs), "--index", str(base / "idx"))
     assert done.returncode == 0, done.stderr
     return base / "idx"
 

@@ -22,7 +22,7 @@ from assistant.documents.pdf import parse_pdf
 from assistant.errors import DocumentError
 from assistant.tokens import get_tokenizer
 from assistant.types import Chunk
-from tests.conftest import run_ingest
+from tests.conftest import ingest_in_process
 from tests.support.paths import ROOT
 
 SCRIPT = ROOT / "scripts" / "make_format_samples.py"
@@ -106,14 +106,14 @@ def test_ingest_skips_a_scan_and_keeps_what_it_stored(samples: Path, tmp_path: P
     (docs / "fees.pdf").write_bytes((samples / "fees-and-charges.pdf").read_bytes())
     (docs / "notice.pdf").write_bytes((samples / "scanned-notice.pdf").read_bytes())
     index = tmp_path / "index"
-    first = json.loads(run_ingest(str(docs), "--index", str(index), "--json").stdout)
+    first = json.loads(ingest_in_process(str(docs), "--index", str(index), "--json").stdout)
     assert first["documents"]["added"] == ["fees.pdf"]
     failed = first["documents"]["failed"]
     assert [f["source"] for f in failed] == ["notice.pdf"]
     assert "scanned PDF" in failed[0]["reason"]
     # The stored fees.pdf is replaced by a scan: the run reports it, the old chunks stay.
     (docs / "fees.pdf").write_bytes((samples / "scanned-notice.pdf").read_bytes())
-    second = run_ingest(str(docs), "--index", str(index), "--json")
+    second = ingest_in_process(str(docs), "--index", str(index), "--json")
     summary = json.loads(second.stdout)
     assert "fees.pdf" in [f["source"] for f in summary["documents"]["failed"]]
     assert summary["counts"]["removed"] == 0

@@ -150,6 +150,7 @@ print([(c.source, c.change, c.sections_added) for c in report.changes])
 """
 
 
+@pytest.mark.slow
 def test_an_edit_whose_ingest_died_at_commit_still_reaches_the_change_list(
     tmp_path: Path,
 ) -> None:

@@ -93,6 +93,7 @@ def test_a_symlink_loop_is_one_problem_and_the_other_files_are_ingested(
     assert report.added == ("ok.md",)
 
 
+@pytest.mark.slow
 def test_html_nested_a_thousand_deep_is_one_problem_and_the_others_are_ingested(
     docs: Path, tmp_path: Path
 ) -> None:
@@ -104,6 +105,7 @@ def test_html_nested_a_thousand_deep_is_one_problem_and_the_others_are_ingested(
     assert report.added == ("ok.md",)
 
 
+@pytest.mark.slow
 def test_a_docx_inflating_past_the_memory_budget_is_skipped(docs: Path, tmp_path: Path) -> None:
     """D14: a small DOCX whose XML inflates to 400 MB, under a 300 MiB budget."""
     bomb = _docx(docs / "bomb.docx", _paragraphs(1000), padding=400 * MIB)
@@ -115,6 +117,7 @@ def test_a_docx_inflating_past_the_memory_budget_is_skipped(docs: Path, tmp_path
     assert report.added == ("ok.md",)
 
 
+@pytest.mark.slow
 def test_a_parse_past_its_time_is_stopped_at_the_budget_and_skipped(
     docs: Path, tmp_path: Path
 ) -> None:
@@ -128,6 +131,7 @@ def test_a_parse_past_its_time_is_stopped_at_the_budget_and_skipped(
     assert took < 30, f"the run took {took:.0f} s"
 
 
+@pytest.mark.slow
 def test_the_sandbox_goes_on_after_a_file_it_stopped(docs: Path) -> None:
     """The helper killed at the budget is replaced: the next file parses."""
     slow = _docx(docs / "slow.docx", _paragraphs(200_000))

@@ -188,6 +188,7 @@ def _panel_and_header(served: Served, browser: Any, headers: dict[str, str]) -> 
     return header, panel
 
 
+@pytest.mark.browser
 def test_the_header_and_changes_panel_show_outsiders_nothing_restricted(
     proxied_app: Served, browser: Any
 ) -> None:
@@ -264,6 +265,7 @@ def test_exported_links_never_come_from_the_host_header() -> None:
     )
 
 
+@pytest.mark.slow
 def test_a_users_file_change_reaches_a_running_app(tmp_path: Path) -> None:
     """D3: a deleted user cannot log in; a demoted user's open session loses the group."""
     docs = write(tmp_path / "docs", CORPUS)
