@@ -62,6 +62,11 @@ from assistant.tokens import get_tokenizer
 from assistant.types import EvalQuestion, SearchResult, TokenVectors
 
 Array = npt.NDArray[np.float64]
+# The shipped model: the fewest signals with the best leave-one-set-out AUC
+# (docs/answer-eval.md). The token-level signals (late interaction, the weakest
+# word) are measured, not shipped: neither added to the cosine on unseen sets.
+SHIPPED = ("cosine", "value_missing", "unknown", "key_missing", "margin")
+TOKEN_SIGNALS = {"late", "weakest"}
 _L2 = 4.0
 _FOLDS = 5
 
@@ -235,11 +240,21 @@ def auc(scores: Array, y: Array) -> float:
     return float(greater + ties / 2)
 
 
-def operating_point(scores: Array, y: Array, max_refused: float) -> float:
-    """Return the highest threshold refusing at most ``max_refused`` of the answerable rows."""
+def operating_point(
+    scores: Array, y: Array, max_refused: float, groups: Sequence[str] = ()
+) -> float:
+    """Return the highest threshold refusing at most ``max_refused`` of each set's answerable rows.
+
+    The target holds per corpus, so the threshold must keep it on every set
+    (pooled when ``groups`` is empty).
+    """
+    labels = np.asarray(groups) if len(groups) else np.zeros(len(y), dtype=int)
     best = 0.0
     for threshold in np.unique(scores):
-        if (scores[y == 1] < threshold).mean() <= max_refused:
+        if all(
+            (scores[(y == 1) & (labels == g)] < threshold).mean() <= max_refused
+            for g in np.unique(labels)
+        ):
             best = max(best, float(threshold))
     return best
 
@@ -258,7 +273,7 @@ def report(rows: Sequence[Row], names: Sequence[str], max_refused: float) -> dic
     signs = np.asarray([DIRECTIONS[n] for n in names], dtype=np.float64)
     scores = out_of_fold(x, y, mixed_folds(groups, y), signs)
     unseen = out_of_fold(x, y, set_folds(groups), signs)
-    threshold = operating_point(scores, y, max_refused)
+    threshold = operating_point(scores, y, max_refused, groups)
     print(f"model over {', '.join(names)}; operating point p >= {threshold:.3f}")
     print(
         "| set | answerable | unanswerable | 5-fold AUC | flagged | refused "
@@ -292,6 +307,21 @@ def report(rows: Sequence[Row], names: Sequence[str], max_refused: float) -> dic
     }
 
 
+def single_signal_auc(rows: Sequence[Row]) -> None:
+    """Print each signal's AUC per set (answerable above unanswerable; < 0.5 points to refusal)."""
+    groups = list(dict.fromkeys(r.group for r in rows))
+    print("| signal | " + " | ".join(groups) + " |")
+    print("|---|" + "---|" * len(groups))
+    for name in SIGNAL_NAMES:
+        cells = []
+        for group in groups:
+            pick = [r for r in rows if r.group == group]
+            x = np.asarray([getattr(r.signals, name) for r in pick], dtype=np.float64)
+            y = np.asarray([r.answerable for r in pick], dtype=np.float64)
+            cells.append(f"{auc(x, y):.2f}")
+        print(f"| {name} | " + " | ".join(cells) + " |")
+
+
 def parse_set(text: str) -> tuple[str, list[Path], Path]:
     name, rest = text.split("=", 1)
     files, index = rest.rsplit("@", 1)
@@ -304,18 +334,24 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--cache", type=Path, default=Path("/tmp/answerability-cache"))
     parser.add_argument("--max-refused", type=float, default=0.04)
     parser.add_argument("--write", action="store_true")
+    parser.add_argument(
+        "--signals", default=",".join(SHIPPED), help="comma-separated signals of the shipped model"
+    )
     args = parser.parse_args(argv)
     rows = [
         row for name, files, index in args.set for row in rows_for(name, files, index, args.cache)
     ]
-    # Token-level late interaction is measured, not shipped: it costs a second
-    # pass over the word pieces and added nothing over the cosine (see the docs).
-    shipped = tuple(n for n in SIGNAL_NAMES if n != "late")
+    single_signal_auc(rows)
+    shipped = tuple(args.signals.split(","))
     report(rows, SIGNAL_NAMES, args.max_refused)
     fitted = {
-        "with_meaning": report(rows, shipped, args.max_refused),
+        "with_meaning": report(
+            rows, tuple(n for n in shipped if n not in TOKEN_SIGNALS), args.max_refused
+        ),
         "words_only": report(rows, WORDS_ONLY, args.max_refused),
     }
+    if TOKEN_SIGNALS & set(shipped):
+        fitted["with_tokens"] = report(rows, shipped, args.max_refused)
     if args.write:
         fitted["fitted_on"] = sorted({r.group for r in rows})  # type: ignore[assignment]
         CALIBRATION_FILE.write_text(json.dumps(fitted, indent=1) + "\n", encoding="utf-8")
