@@ -19,12 +19,17 @@ gold entries) or not. Then:
   fit never saw);
 - the weights are kept on the side of zero each signal's meaning allows
   (`DIRECTIONS`: more relevance never lowers the probability);
-- the ROC of those out-of-fold scores per set and pooled, and the operating
-  point: the highest threshold at which the pooled out-of-fold scores refuse at
-  most ``--max-refused`` of the answerable questions;
+- each signal's AUC per set, then the ROC of those out-of-fold scores per set
+  and pooled, and the operating point: the highest threshold at which the
+  out-of-fold scores refuse at most ``--max-refused`` of each set's answerable
+  questions;
 - with ``--write``, the final weights (fitted on all sets) and that threshold
-  go to ``assistant/answering/answerability.json``, for the model with the
-  meaning signal and for the words-only one (no embedder).
+  go to ``assistant/answering/answerability.json``, for the model over
+  ``--signals`` (default `SHIPPED`) without token-level signals, for the
+  words-only one (no embedder), and, when ``--signals`` names a token-level
+  one, for a ``with_tokens`` model;
+- ``--timing N`` instead times a live search and the signals on the first N
+  questions of each set (docs/benchmarks.md).
 
 Searches and embeddings are cached under ``--cache`` so a refit is quick.
 """
@@ -35,6 +40,7 @@ import argparse
 import hashlib
 import json
 import pickle
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -48,6 +54,7 @@ from assistant.answering.answerability import (
     SIGNAL_NAMES,
     WORDS_ONLY,
     Signals,
+    _key_missing,
     measure,
 )
 from assistant.answering.extractive import _candidates, relevant_unknown_words
@@ -60,6 +67,7 @@ from assistant.retrieval.evaluation import load_questions
 from assistant.retrieval.factory import open_retriever
 from assistant.tokens import get_tokenizer
 from assistant.types import EvalQuestion, SearchResult, TokenVectors
+from assistant.words import content_words
 
 Array = npt.NDArray[np.float64]
 # The shipped model: the fewest signals with the best leave-one-set-out AUC
@@ -174,6 +182,50 @@ def rows_for(name: str, files: Sequence[Path], index: Path, cache: Path) -> list
             rows.append(Row(name, question.id, bool(question.gold), signals))
     embedder.save()
     return rows
+
+
+def timing(name: str, files: Sequence[Path], index: Path, cache: Path, limit: int) -> None:
+    """Print the p50/p95 of a live search and of measuring the signals, and their ratio.
+
+    The signals are measured on the ranking the offline answer makes anyway,
+    so measuring them is the decision's whole added cost per question.
+    """
+    settings = Settings.from_env({})
+    settings = replace(settings, store=replace(settings.store, path=index))
+    embedder = CachedEmbedder(make_embedder(settings.embedding), cache / f"{name}-vectors.pkl")
+    retriever = open_retriever(settings, embedder=embedder.inner)
+    retriever.search("warm up")
+    searches: list[float] = []
+    decisions: list[float] = []
+    added: list[float] = []
+    for question in [q for path in files for q in load_questions(path)][:limit]:
+        started = time.perf_counter()
+        result = retriever.search(question.question)
+        searches.append(time.perf_counter() - started)
+        prompt = build_prompt(
+            question.question,
+            result.hits,
+            (),
+            budget=settings.retrieval.context_tokens,
+            tokenizer=get_tokenizer(settings.chunking.encoding),
+        )
+        unknown = relevant_unknown_words(result.unknown_words, prompt.sources)
+        ranked = rank_units(question.question, _candidates(prompt.sources), embedder=embedder)
+        focus = focus_words(question.question, unknown)
+        started = time.perf_counter()
+        measure(question.question, ranked, focus, unknown, doubted=result.no_good_match)
+        decisions.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        _key_missing(focus, content_words(" ".join(unknown)), ranked, ranked[:1])
+        added.append(time.perf_counter() - started)
+    s50, s95 = np.percentile(np.asarray(searches) * 1000, [50, 95])
+    d50, d95 = np.percentile(np.asarray(decisions) * 1000, [50, 95])
+    a50, a95 = np.percentile(np.asarray(added) * 1000, [50, 95])
+    print(
+        f"{name}: search p50 {s50:.1f} ms p95 {s95:.1f} ms; all signals p50 {d50:.2f} ms "
+        f"p95 {d95:.2f} ms (p95 ratio {d95 / s95:.4f}); key_missing p50 {a50:.2f} ms "
+        f"p95 {a95:.2f} ms (p95 ratio {a95 / s95:.4f})"
+    )
 
 
 def fit(
@@ -335,9 +387,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--max-refused", type=float, default=0.04)
     parser.add_argument("--write", action="store_true")
     parser.add_argument(
+        "--timing", type=int, default=0, help="time the first N questions of each set, then exit"
+    )
+    parser.add_argument(
         "--signals", default=",".join(SHIPPED), help="comma-separated signals of the shipped model"
     )
     args = parser.parse_args(argv)
+    if args.timing:
+        for name, files, index in args.set:
+            timing(name, files, index, args.cache, args.timing)
+        return
     rows = [
         row for name, files, index in args.set for row in rows_for(name, files, index, args.cache)
     ]

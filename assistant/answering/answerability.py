@@ -64,6 +64,7 @@ from pathlib import Path
 
 from assistant.answering.asking import asked_value, missing_years
 from assistant.answering.ranking import Ranked, key_phrases, matched
+from assistant.answering.units import AnswerUnit
 from assistant.errors import ConfigError
 from assistant.words import content_words, quoted_list
 
@@ -341,8 +342,13 @@ def _phrase_share(question: str, ranked: Sequence[Ranked], focus: set[str]) -> f
 
 
 def _words_with_headings(ranked: Ranked) -> set[str]:
-    unit = ranked.candidate.unit
-    return content_words(" ".join((unit.text, unit.context, *unit.headings)))
+    return set(_unit_words(ranked.candidate.unit))
+
+
+@functools.lru_cache(maxsize=4096)
+def _unit_words(unit: AnswerUnit) -> frozenset[str]:
+    # Each signal reads the same units' words: a question's units are read once.
+    return frozenset(content_words(" ".join((unit.text, unit.context, *unit.headings))))
 
 
 def _asking_clause(question: str) -> str:
