@@ -70,10 +70,22 @@ from assistant.types import EvalQuestion, SearchResult, TokenVectors
 from assistant.words import content_words
 
 Array = npt.NDArray[np.float64]
-# The shipped model: the fewest signals with the best leave-one-set-out AUC
-# (docs/answer-eval.md). The token-level signals (late interaction, the weakest
-# word) are measured, not shipped: neither added to the cosine on unseen sets.
-SHIPPED = ("cosine", "value_missing", "unknown", "key_missing", "margin")
+# The shipped model. The near-miss signals (key_missing and the others added
+# with it) are measured, not shipped: the best five-signal model raised the
+# cross-validated AUC but, in the figures of record, flagged one more sample
+# question and refused two more answerable handbook ones (docs/answer-eval.md).
+SHIPPED = (
+    "cosine",
+    "focus",
+    "best_words",
+    "phrases",
+    "value_missing",
+    "year_missing",
+    "topic_missing",
+    "unknown",
+    "margin",
+    "doubted",
+)
 TOKEN_SIGNALS = {"late", "weakest"}
 _L2 = 4.0
 _FOLDS = 5
@@ -407,7 +419,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "with_meaning": report(
             rows, tuple(n for n in shipped if n not in TOKEN_SIGNALS), args.max_refused
         ),
-        "words_only": report(rows, WORDS_ONLY, args.max_refused),
+        "words_only": report(rows, tuple(n for n in shipped if n in WORDS_ONLY), args.max_refused),
     }
     if TOKEN_SIGNALS & set(shipped):
         fitted["with_tokens"] = report(rows, shipped, args.max_refused)
