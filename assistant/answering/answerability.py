@@ -37,7 +37,18 @@ Signals (`Signals`), each in [0, 1] or a count:
 - ``unknown``: the share of the topic words that no indexed document uses in
   any form (retrieval's unknown words after inflections);
 - ``margin``: the best unit's score minus the next one's;
-- ``doubted``: retrieval itself judged its hits no good match.
+- ``doubted``: retrieval itself judged its hits no good match;
+- ``key_missing``: how rare (among the candidate units) the rarest topic word
+  is that the best unit, its heading path and lead-in do not contain (1 for a
+  word no document uses): "401(k)" missing from a unit about the stipend's
+  maximum is the tell of a near miss;
+- ``key_missing_top``: the same for a topic word none of the three best units
+  contains;
+- ``best_value_missing``: the question asks for a kind of value and the best
+  unit states none of that kind;
+- ``weakest``: token level, from the same model run as the cosine: the
+  question's least-matched topic word, its best cosine among a unit's word
+  pieces (heading included), best of the three best units.
 """
 
 from __future__ import annotations
@@ -53,6 +64,7 @@ from pathlib import Path
 
 from assistant.answering.asking import asked_value, missing_years
 from assistant.answering.ranking import Ranked, key_phrases, matched
+from assistant.answering.units import AnswerUnit
 from assistant.errors import ConfigError
 from assistant.words import content_words, quoted_list
 
@@ -106,6 +118,10 @@ class Signals:
     unknown: float
     margin: float
     doubted: float
+    key_missing: float = 0.0
+    key_missing_top: float = 0.0
+    best_value_missing: float = 0.0
+    weakest: float = 1.0
 
     def vector(self, names: Sequence[str]) -> list[float]:
         """Return the named signals in order."""
@@ -127,8 +143,12 @@ DIRECTIONS = {
     "unknown": -1,
     "margin": 1,
     "doubted": -1,
+    "key_missing": -1,
+    "key_missing_top": -1,
+    "best_value_missing": -1,
+    "weakest": 1,
 }
-WORDS_ONLY = tuple(n for n in SIGNAL_NAMES if n not in {"cosine", "late"})
+WORDS_ONLY = tuple(n for n in SIGNAL_NAMES if n not in {"cosine", "late", "weakest"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,10 +175,16 @@ class Model:
 
 @dataclass(frozen=True, slots=True)
 class Calibration:
-    """The two fitted models: with the meaning signal, and words only (no embedder)."""
+    """The fitted models: with word-piece signals, with the pooled cosine only, words only.
+
+    ``with_tokens`` serves the packaged embedder, which returns the word-piece
+    vectors of the same model run; ``with_meaning`` an embedder that returns
+    pooled vectors only (a remote one); ``words_only`` no embedder at all.
+    """
 
     with_meaning: Model
     words_only: Model
+    with_tokens: Model | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +229,10 @@ def measure(
         unknown=len(unknown_words) / total if total else 0.0,
         margin=scores[0] - scores[1] if len(scores) == 2 else (scores[0] if scores else 0.0),
         doubted=float(doubted),
+        key_missing=_key_missing(focus, unknown_words, ranked, ranked[:1]),
+        key_missing_top=_key_missing(focus, unknown_words, ranked, top),
+        best_value_missing=float(kind is not None and bool(ranked) and not ranked[0].figure),
+        weakest=max((r.weakest for r in top), default=0.0),
     )
 
 
@@ -214,11 +244,13 @@ def decide(
     *,
     doubted: bool,
     with_meaning: bool,
+    with_tokens: bool = False,
     added: Sequence[str] = (),
     calibration: Calibration | None = None,
 ) -> Decision:
     """Decide whether ``ranked`` answers ``question``, with the fitted model.
 
+    ``with_tokens``: the ranking measured the word-piece signal (``weakest``).
     ``added`` are the words a follow-up adds to the earlier topic ("interns");
     when no candidate unit names one of them, the passages answer the earlier
     question, not this one.
@@ -228,6 +260,8 @@ def decide(
         return Decision(False, 0.0, signals, "the closest sections have no passage to quote")
     calibration = calibration or load_calibration()
     model = calibration.with_meaning if with_meaning else calibration.words_only
+    if with_meaning and with_tokens and calibration.with_tokens is not None:
+        model = calibration.with_tokens
     probability = model.probability(signals)
     # Without the meaning signal, a unit sharing no topic word has no evidence at all.
     evidence = with_meaning or signals.focus > 0
@@ -272,6 +306,31 @@ def _weighted_share(found: set[str], wanted: set[str], ranked: Sequence[Ranked])
     return sum(weights[w] for w in found) / sum(weights.values())
 
 
+def _key_missing(
+    focus: set[str], unknown: set[str], ranked: Sequence[Ranked], units: Sequence[Ranked]
+) -> float:
+    """Return the rarity in [0, 1] of the rarest topic word that none of ``units`` contains.
+
+    Rarity is counted over the candidate units, each with its heading path and
+    lead-in; a word no candidate contains (or no document uses) is 1.
+    """
+    if unknown:
+        return 1.0
+    if not ranked or not units:
+        return 0.0
+    around = [_words_with_headings(r) for r in ranked]
+    near = set().union(*(_words_with_headings(r) for r in units))
+    absent = focus - matched(focus, near)
+    if not absent:
+        return 0.0
+    total = len(ranked)
+    top = math.log(1 + total)
+    return max(
+        math.log(1 + total / (1 + sum(bool(matched({w}, words)) for words in around))) / top
+        for w in absent
+    )
+
+
 def _phrase_share(question: str, ranked: Sequence[Ranked], focus: set[str]) -> float:
     phrases = key_phrases(question, focus)
     if not phrases:
@@ -283,8 +342,13 @@ def _phrase_share(question: str, ranked: Sequence[Ranked], focus: set[str]) -> f
 
 
 def _words_with_headings(ranked: Ranked) -> set[str]:
-    unit = ranked.candidate.unit
-    return content_words(" ".join((unit.text, unit.context, *unit.headings)))
+    return set(_unit_words(ranked.candidate.unit))
+
+
+@functools.lru_cache(maxsize=4096)
+def _unit_words(unit: AnswerUnit) -> frozenset[str]:
+    # Each signal reads the same units' words: a question's units are read once.
+    return frozenset(content_words(" ".join((unit.text, unit.context, *unit.headings))))
 
 
 def _asking_clause(question: str) -> str:
@@ -344,7 +408,12 @@ def load_calibration(path: Path = CALIBRATION_FILE) -> Calibration:
     """
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        return Calibration(_model(data["with_meaning"]), _model(data["words_only"]))
+        tokens = data.get("with_tokens")
+        return Calibration(
+            _model(data["with_meaning"]),
+            _model(data["words_only"]),
+            _model(tokens) if tokens is not None else None,
+        )
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"cannot read the answerability weights {path}: {exc}") from exc
 

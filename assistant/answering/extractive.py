@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from assistant.answering.answerability import Decision, decide
+from assistant.answering.answerability import Decision, decide, load_calibration
 from assistant.answering.asking import ASKING_WORDS
 from assistant.answering.citations import defuse_markers
 from assistant.answering.ranking import (
@@ -27,6 +27,7 @@ from assistant.answering.ranking import (
     Weights,
     choose,
     focus_words,
+    has_token_vectors,
     rank_units,
 )
 from assistant.answering.units import segment
@@ -168,8 +169,16 @@ def draft_extractive(
             no candidate unit of which names it is not covered.
     """
     unknown = relevant_unknown_words(unknown_words, sources)
+    # Word-piece vectors come from the same model run as the pooled ones; they
+    # are asked for only when the fitted decision reads a signal of them.
+    tokens = has_token_vectors(embedder) and load_calibration().with_tokens is not None
     ranked = rank_units(
-        question, _candidates(sources), embedder=embedder, unknown_words=unknown, weights=weights
+        question,
+        _candidates(sources),
+        embedder=embedder,
+        unknown_words=unknown,
+        weights=weights,
+        token_level=tokens,
     )
     decision = decide(
         question,
@@ -178,6 +187,7 @@ def draft_extractive(
         unknown,
         doubted=not retrieval_matched,
         with_meaning=embedder is not None,
+        with_tokens=tokens,
         added=added,
     )
     covered = decision.covered

@@ -52,10 +52,12 @@ __all__ = [
     "Weights",
     "choose",
     "focus_words",
+    "has_token_vectors",
     "key_phrases",
     "late_interaction",
     "matched",
     "rank_units",
+    "weakest_word",
 ]
 
 logger = logging.getLogger(__name__)
@@ -142,6 +144,9 @@ class Ranked:
     parts: tuple[float, ...] = ()
     # Token-level late interaction with the question (0 without word-piece vectors).
     late: float = 0.0
+    # The question's least-matched topic word: its pieces' best cosine to the
+    # unit's pieces (1 without word-piece vectors, which then says nothing).
+    weakest: float = 1.0
 
     @property
     def text(self) -> str:
@@ -229,7 +234,7 @@ def rank_units(
         key=lambda s: -(weights.words * s[1] + weights.place * s[2] + weights.rank / s[0].rank),
     )[:_MAX_CANDIDATES]
     parts = question_parts(question)
-    (cosines, *part_cosines), late = _cosines(
+    (cosines, *part_cosines), (late, weakest) = _cosines(
         (question, *parts),
         [s[0] for s in prior],
         embedder,
@@ -255,6 +260,7 @@ def rank_units(
                 for pc, pw, pk in zip(part_cosines, part_words, part_kinds, strict=True)
             ),
             late[i],
+            weakest[i],
         )
         for i, ((candidate, words, place, figure, found), cosine) in enumerate(
             zip(prior, cosines, strict=True)
@@ -410,24 +416,30 @@ def _cosines(
     embedder: Embedder | None,
     *,
     token_level: bool,
-) -> tuple[list[list[float]], list[float]]:
-    """Return each query's cosine to each candidate, and the first query's late interaction.
+) -> tuple[list[list[float]], tuple[list[float], list[float]]]:
+    """Return each query's cosine to each candidate, and the first query's token-level match.
 
-    One embedding call; the late interaction comes from the same model run when
-    the embedder returns word-piece vectors (else it is 0 for every candidate).
+    One embedding call; the late interaction and the weakest word's match come
+    from the same model run when the embedder returns word-piece vectors (else
+    0 and 1 for every candidate).
     """
+    none = ([0.0] * len(candidates), [1.0] * len(candidates))
     if embedder is None or not candidates:
-        return [[0.0] * len(candidates) for _ in queries], [0.0] * len(candidates)
+        return [[0.0] * len(candidates) for _ in queries], none
     texts = [*queries, *(_embedded(c.unit) for c in candidates)]
     tokens = _token_embedder(embedder) if token_level else None
     if tokens is None:
         vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
-        late = [0.0] * len(candidates)
+        token_match = none
     else:
         vectors, pieces = tokens.embed_tokens(texts)
-        late = late_interaction(pieces[0], pieces[len(queries) :])
+        units_pieces = pieces[len(queries) :]
+        token_match = (
+            late_interaction(pieces[0], units_pieces),
+            weakest_word(pieces[0], units_pieces),
+        )
     units = vectors[len(queries) :]
-    return [[float(v) for v in units @ q] for q in vectors[: len(queries)]], late
+    return [[float(v) for v in units @ q] for q in vectors[: len(queries)]], token_match
 
 
 def late_interaction(question: TokenVectors, units: Sequence[TokenVectors]) -> list[float]:
@@ -449,6 +461,38 @@ def late_interaction(question: TokenVectors, units: Sequence[TokenVectors]) -> l
             continue
         out.append(float((asked @ unit.vectors.T).max(axis=1).mean()))
     return out
+
+
+def weakest_word(question: TokenVectors, units: Sequence[TokenVectors]) -> list[float]:
+    """Return, for each unit, how well its pieces meet the question's least-matched topic word.
+
+    Each topic word (its pieces together) gets the mean of its pieces' best
+    cosine among the unit's pieces; the unit's figure is the lowest of them.
+    "Does the Sacco offer car insurance?" against "The Sacco offers the
+    following loan products.": "insurance" finds no close piece.
+    """
+    words = _topic_words(question.pieces)
+    if not words:
+        return [1.0] * len(units)
+    out = []
+    for unit in units:
+        if not len(unit.pieces):
+            out.append(0.0)
+            continue
+        best = (question.vectors @ unit.vectors.T).max(axis=1)
+        out.append(float(min(best[list(word)].mean() for word in words)))
+    return out
+
+
+def _topic_words(pieces: Sequence[str]) -> list[tuple[int, ...]]:
+    """Return the piece indexes of each topic word of ``pieces`` ("pass", "##code")."""
+    words: list[tuple[int, ...]] = []
+    for i, piece in enumerate(pieces):
+        if piece.startswith("##") and words and words[-1][-1] == i - 1:
+            words[-1] = (*words[-1], i)
+        elif not piece.startswith("##"):
+            words.append((i,))
+    return [w for w in words if _topic_piece(pieces, w[0])]
 
 
 def _topic_piece(pieces: Sequence[str], index: int) -> bool:
@@ -475,6 +519,11 @@ def _phrase_share(phrases: Sequence[tuple[str, str]], unit: AnswerUnit) -> float
         return 0.0
     words = content_words(" ".join((unit.text, unit.context, *unit.headings)))
     return sum(len(matched({a, b}, words)) == 2 for a, b in phrases) / len(phrases)
+
+
+def has_token_vectors(embedder: Embedder | None) -> bool:
+    """Whether ``embedder`` returns word-piece vectors with its pooled ones (the packaged one)."""
+    return embedder is not None and _token_embedder(embedder) is not None
 
 
 def _token_embedder(embedder: Embedder) -> TokenEmbedder | None:
