@@ -18,7 +18,7 @@ import pytest
 from assistant.cli.search import main
 from assistant.config import AuditSettings, Settings, StoreSettings
 from assistant.index.ingest import ingest
-from assistant.types import Answer, Citation, DocumentChange
+from assistant.types import Answer, ChangeKind, Citation, DocumentChange
 from assistant.web.changes import ChangeFeed, recent_changes_markdown
 from assistant.web.format import sources_markdown
 from tests.conftest import FakeEmbedder
@@ -214,22 +214,22 @@ INTEREST = "Loan Policy > Loan Products > Emergency Loans > Interest"
 
 
 def _first_ingest(day: str) -> DocumentChange:
-    return DocumentChange(
-        time=f"{day}T09:00:00+00:00",
-        source="loan-policy.md",
-        title="Loan Policy",
-        change="added",
-        sections_added=(INTEREST,),
-    )
+    return _interest(f"{day}T09:00:00+00:00", "added")
 
 
 def _interest_edit(day: str) -> DocumentChange:
+    return _interest(f"{day}T10:00:00+00:00", "edited")
+
+
+def _interest(time: str, kind: ChangeKind) -> DocumentChange:
+    added = kind == "added"
     return DocumentChange(
-        time=f"{day}T10:00:00+00:00",
+        time=time,
         source="loan-policy.md",
         title="Loan Policy",
-        change="edited",
-        sections_edited=(INTEREST,),
+        change=kind,
+        sections_added=(INTEREST,) if added else (),
+        sections_edited=() if added else (INTEREST,),
     )
 
 
