@@ -22,7 +22,7 @@ import pytest
 
 from assistant.audit.log import AuditLog
 from assistant.cli.search import main
-from tests.audit.test_audit_log import record, written
+from tests.support.audit_records import record, written
 
 
 def _ago(days: int) -> str:

