@@ -58,8 +58,9 @@ _LINE_BREAK = re.compile(r"\s*[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]\s*")
 
 # Tails that may still become a construct once more text arrives.
 _OPEN_TAIL = re.compile(
-    # label, then a destination (which may hold line ends) or a reference
-    r"!?\[[^\]\n]*(?:\](?:\([^)]*|\[[^\]\n]*)?)?$"
+    # label, then (an image may have one blank first) a destination, which may hold line
+    # ends, or a reference
+    r"!?\[[^\]\n]*(?:\]\s?(?:\([^)]*|\[[^\]\n]*)?)?$"
     r"|<(?:[A-Za-z/!?][^>\n]*)?$"  # tag or autolink
     r"|!$"  # may become an image
     r"|\]\(\s*<?[^)\s>]*$"  # destination after a nested label, maybe across a line end
