@@ -58,8 +58,9 @@ _LINE_BREAK = re.compile(r"\s*[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]\s*")
 
 # Tails that may still become a construct once more text arrives.
 _OPEN_TAIL = re.compile(
-    # label, then a destination (which may hold line ends) or a reference
-    r"!?\[[^\]\n]*(?:\](?:\([^)]*|\[[^\]\n]*)?)?$"
+    # label, then (an image may have one blank first) a destination, which may hold line
+    # ends, or a reference
+    r"!?\[[^\]\n]*(?:\]\s?(?:\([^)]*|\[[^\]\n]*)?)?$"
     r"|<(?:[A-Za-z/!?][^>\n]*)?$"  # tag or autolink
     r"|!$"  # may become an image
     r"|\]\(\s*<?[^)\s>]*$"  # destination after a nested label, maybe across a line end
@@ -92,18 +93,20 @@ def neutralise_markdown(text: str, *, allowed_hosts: frozenset[str]) -> str:
         hosts (or with ``javascript:``/``data:`` targets) keep only their label
         and show the URL as code, and HTML tags are escaped.
     """
-    # An image becomes marked-off text that no later pattern reads (its brackets are
-    # placeholders until the end): read again, "\\[image removed: a\\]" and a "(//)"
+    # An image becomes marked-off text that the link pattern does not read (its brackets
+    # are placeholders until then): read again, "\\[image removed: a\\]" and a "(//)"
     # after it made a link that the streamed prefix never had.
     text = _IMAGE.sub(_replace_image, _PLACEHOLDER.sub("", text))
     text = _LINK.sub(lambda m: _replace_link(m, allowed_hosts), text)
+    # The replacement's brackets are text again for the later guards, which must see
+    # what a second pass sees (neutralising twice changes nothing).
+    text = text.replace(_OPEN, "\\[").replace(_CLOSE, "\\]")
     text = _AUTOLINK.sub(lambda m: _replace_autolink(m, allowed_hosts), text)
     text = _BARE_URL.sub(lambda m: _replace_bare(m, allowed_hosts), text)
     text = _HTML_START.sub("&lt;", text)
     text = _ANY_IMAGE.sub(r"!\\[", text)
     text = _DESTINATION.sub(lambda m: _guard_destination(m, allowed_hosts), text)
-    text = _unlink_outside_code(_DEFINITION.sub(r"\1\\:", text), allowed_hosts)
-    return text.replace(_OPEN, "\\[").replace(_CLOSE, "\\]")
+    return _unlink_outside_code(_DEFINITION.sub(r"\1\\:", text), allowed_hosts)
 
 
 def _unlink_outside_code(text: str, allowed: frozenset[str]) -> str:

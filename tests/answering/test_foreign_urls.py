@@ -76,6 +76,7 @@ def test_ordinary_text_untouched() -> None:
         ["\\", "https://e.x/q ", "a", "https://e.x/q ", "https://e.x/q "],
         ["<a:`", ">", "\n", "\n"],
         ["`", "https://e.x/q ", "`", "`"],
+        ["![] ", "[l](https://intranet.example.org/z)"],
     ],
 )
 def test_stream_splits_that_once_differed_join_to_the_whole(parts: list[str]) -> None:
