@@ -184,14 +184,22 @@ def test_a_filter_completes_to_a_known_document_on_enter(
     page.get_by_text("How many passages to read for each answer").first.wait_for()
 
 
+_FOLLOW_UPS = """() => {
+  const texts = [...document.querySelectorAll('#chat button')]
+    .map((b) => b.innerText.trim())
+    .filter((t) => /^What .*\\?$/.test(t));
+  return texts.length ? texts : null;
+}"""
+
+
 @pytest.mark.parametrize("size", sorted(SIZES))
 def test_follow_up_questions_follow_an_answer_and_a_click_asks_one(
     quick: Served, browser: Any, size: str
 ) -> None:
     page = _answered(browser, quick, size)
-    options = page.locator("#chat button", has_text=re.compile(r"^\s*What .*\?\s*$"))
-    options.first.wait_for()
-    offered = [text.strip() for text in options.all_inner_texts()]
+    # Gradio may re-render the chat between two reads, so the options are found and
+    # read in one step in the page, polled until they show.
+    offered = page.wait_for_function(_FOLLOW_UPS).json_value()
     assert 1 <= len(offered) <= 3, offered
     before = traces(page).count()
     page.locator("#chat button", has_text=offered[0]).first.click()
