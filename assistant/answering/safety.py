@@ -72,6 +72,7 @@ _OPEN_TAIL = re.compile(
     r"|[\\`]+$",  # a backtick run may grow (and then not close a span); a backslash escapes
     re.IGNORECASE,
 )
+_DESTINATION_TAIL = re.compile(r"\]\(\s*<?[^)\s>]*$")
 _TAIL_WINDOW = 2000
 # SafeStream neutralises the text after its last cut again on every delta; a cut
 # is sought once this much more text has arrived, so each character is worked on
@@ -346,34 +347,46 @@ def _last_cut(raw: str, *, end: int) -> int:
 
 
 _BACKTICKS = re.compile(r"`+")
+# Stands for each character of a whole image while tails and links are sought.
+_MASK = "\ue002"
 
 
 def _stable_length(raw: str) -> int:
     """Return how much of ``raw`` cannot change meaning when more text is appended."""
     # From the line before the last: a link destination may follow a line end.
     start = max(0, len(raw) - _TAIL_WINDOW, raw.rfind("\n", 0, max(raw.rfind("\n"), 0)) + 1)
-    match = _OPEN_TAIL.search(raw, start)
-    cut = match.start() if match else len(raw)
+    # The neutraliser replaces images first, so a link label may hold a whole image
+    # ("[![a](x)](y)"); labels and links are read with images masked, positions kept.
+    # The replacement ends in "\\]", which a "(" after it opens as a destination.
+    masked = _IMAGE.sub(lambda m: _MASK * len(m[0]), raw)
+    closed = _IMAGE.sub(lambda m: _MASK * (len(m[0]) - 1) + "]", raw)
+    cut = _open_tail(masked, closed, start, len(raw))
     # No stable prefix ends inside a link, an image or a code span (text inside one
     # is not escaped, and one still open may close later); moving the cut out of one
     # can put it inside another, so repeat until it stays.
     while True:
         moved = _outside_code(raw, cut)
-        if moved < cut:
-            # Out of a code span, the cut may now end a tail that a later part of
-            # ``raw`` completes ("<a:" of "<a:`>"), before the window seen so far.
-            start = min(start, raw.rfind("\n", 0, max(raw.rfind("\n", 0, moved), 0)) + 1)
-            tail = _OPEN_TAIL.search(raw, start, moved)
-            moved = tail.start() if tail else moved
-        for pattern in (_IMAGE, _LINK, _AUTOLINK):
-            for done in pattern.finditer(raw, start):
+        for pattern, text in ((_IMAGE, raw), (_LINK, masked), (_AUTOLINK, masked)):
+            for done in pattern.finditer(text, start):
                 if done.start() < moved < done.end():
                     moved = done.start()
+        if moved < cut:
+            # Moved out of a code span or a construct, the cut may now end a tail that
+            # a later part of ``raw`` completes ("<a:" of "<a:`>"; "](/" before an image,
+            # whose replacement extends that destination), perhaps before the window.
+            start = min(start, raw.rfind("\n", 0, max(raw.rfind("\n", 0, moved), 0)) + 1)
+            moved = _open_tail(masked, closed, start, moved)
         if moved == cut:
             break
         cut = moved
     # Whether a "<" is escaped depends on the character after it.
     return cut - 1 if cut and raw[cut - 1] == "<" else cut
+
+
+def _open_tail(masked: str, closed: str, start: int, end: int) -> int:
+    """Return where a tail that may still grow into a construct starts before ``end``."""
+    tails = [_OPEN_TAIL.search(masked, start, end), _DESTINATION_TAIL.search(closed, start, end)]
+    return min((tail.start() for tail in tails if tail), default=end)
 
 
 def _outside_code(raw: str, cut: int) -> int:
