@@ -59,6 +59,9 @@ def _port_in_use(host: str, port: int) -> bool:
         return False  # an unknown host: let the server report it
     family, kind, proto, _, address = infos[0]
     with socket.socket(family, kind, proto) as probe:
+        # As the server binds: connections of a server that just stopped or crashed,
+        # left in TIME_WAIT, must not make its own port look taken on a restart.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind(address)
         except OSError as exc:
