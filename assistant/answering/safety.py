@@ -30,7 +30,9 @@ _HTML_START = re.compile(r"<(?![a-zA-Z][a-zA-Z0-9+.-]*:[^>\s]*>)(?=[A-Za-z/!?])"
 # alt text nests brackets, any link destination (nested labels), and link
 # reference definitions (which turn ``![x]`` or ``[x]`` into an image or link).
 _ANY_IMAGE = re.compile(r"!\[")
-_DESTINATION = re.compile(r"\]\(\s*<?([^)\s>]*)")
+# The destination is read ahead, not consumed: it may hold another "](" (a second pass
+# would otherwise find that one and escape it, and neutralising twice must change nothing).
+_DESTINATION = re.compile(r"\]\((?=\s*<?([^)\s>]*))")
 # A label may hold escaped brackets and line breaks, up to CommonMark's 999 characters.
 _DEFINITION = re.compile(r"(\[(?:[^\\\]]|\\[\s\S]){0,999}\]):")
 # Private-use characters standing for an image replacement's brackets until the end.
@@ -416,9 +418,7 @@ def _outside_code(raw: str, cut: int) -> int:
 
 
 def _guard_destination(match: re.Match[str], allowed: frozenset[str]) -> str:
-    if is_allowed_url(match.group(1), allowed_hosts=allowed):
-        return match.group(0)
-    return "]\\(" + match.group(0)[2:]
+    return match.group(0) if is_allowed_url(match.group(1), allowed_hosts=allowed) else "]\\("
 
 
 def _replace_image(match: re.Match[str]) -> str:

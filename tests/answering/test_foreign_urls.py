@@ -131,6 +131,13 @@ def test_parenthesised_foreign_url_made_inert() -> None:
     assert safe("(see https://evil.example/x)") == "(see `https://evil.example/x`)"
 
 
+def test_a_destination_holding_another_is_guarded_in_one_pass() -> None:
+    # A random run found it: the first "](" took the second into its destination.
+    once = safe("](a:](a:")
+    assert once == "]\\(a:]\\(a:"
+    assert safe(once) == once
+
+
 @given(parts=st.lists(TRICKY, max_size=8))
 def test_neutralising_twice_changes_nothing(parts: list[str]) -> None:
     # The UI applies SafeStream again to the service's already safe deltas.
