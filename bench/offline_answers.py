@@ -22,7 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from answerability_fit import CachedEmbedder, parse_set
+from answerability_fit import parse_set
+from cached_embedder import CachedEmbedder
 
 from assistant.answering import extractive, ranking
 from assistant.answering.evaluation import METRICS, evaluate_answers
