@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import numpy.typing as npt
 import pytest
@@ -19,7 +21,7 @@ from assistant.types import TokenVectors
 
 
 def _ranked(
-    question: str, units: list[tuple[str, tuple[str, ...]]], unknown: tuple[str, ...] = ()
+    question: str, units: Sequence[tuple[str, tuple[str, ...]]], unknown: tuple[str, ...] = ()
 ) -> list[Ranked]:
     candidates = [
         Candidate(1, 1, AnswerUnit(text, "sentence", headings=headings, position=i))
@@ -28,14 +30,14 @@ def _ranked(
     return rank_units(question, candidates, embedder=None, unknown_words=unknown)
 
 
-UNITS = [
+UNITS: list[tuple[str, tuple[str, ...]]] = [
     ("Staff may read email on a personal phone after enrolling it.", ("Security", "Phones")),
     ("Members receive their bill by SMS each month.", ("Fees", "Billing")),
     ("The Sacco pays a phone bill allowance of KES 2,000 a month.", ("Staff", "Allowances")),
 ]
 
 
-def _together(question: str, units: list[tuple[str, tuple[str, ...]]]) -> float:
+def _together(question: str, units: Sequence[tuple[str, tuple[str, ...]]]) -> float:
     ranked = _ranked(question, units)
     return measure(question, ranked, focus_words(question), (), doubted=False).together
 
