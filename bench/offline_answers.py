@@ -9,7 +9,7 @@ Usage::
 It runs `evaluate_answers` (the same service and scoring as ``eval --answers
 --answer-mode both``) with a searcher that replays the cached search of each
 question (searching once when it is not cached) and the cached embedder of
-`bench/answerability_fit.py`, so a trial of ranking weights costs seconds, not
+`bench/cached_embedder.py`, so a trial of ranking weights costs seconds, not
 minutes. ``eval --answers`` stays the figure of record.
 """
 
