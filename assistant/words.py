@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 __all__ = [
     "STOPWORDS",
+    "compound_words",
     "content_words",
     "is_valid_unicode",
     "quoted_list",
@@ -28,6 +29,22 @@ _STOPWORD_TEXT = """a about above after again all also am an and any are as at b
     which while who whom why will with would you your yours per"""
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
+# Names written with a digit and a joint: "401(k)", "83(b)", "W-2", "I-9", "K-1",
+# "COVID-19", "24/7", "1:1". Split at the joint they are a number and a letter, and
+# a number is no content word; whole they name a thing. A number followed by a
+# word ("30-day", "12-weeks") is a quantity, and times, dates and ranges ("9:30",
+# "1/5/2024", "2024-25") stay numbers: only the forms below count.
+_COMPOUND = re.compile(
+    r"(?<![\w(/:-])(?:"
+    r"\d{1,4}\([a-z]\)"  # 401(k), 83(b)
+    r"|[a-z]{1,5}-\d{1,4}[a-z]?"  # W-2, I-9, K-1, COVID-19, H-1B
+    r"|\d{1,2}[/:]\d"  # 24/7, 1:1
+    r")(?![\w(/:-]*\w)",
+    re.IGNORECASE,
+)
+_JOINTS = re.compile(r"[()\-]")
+_COMPOUND_HINT = re.compile(r"\d[(/:]|-\d")
+
 # After these a full stop never ends a sentence.
 _ABBREVIATIONS = frozenset(
     (
@@ -45,7 +62,17 @@ _LOOSE_SENTENCE_END = re.compile(r"[.!?]+[\"'\u201d\u2019)\]]*\s+(?=\S)")
 def content_words(text: str) -> set[str]:
     """Return the lower-cased, crudely stemmed words of ``text`` minus stopwords."""
     words = (w.lower() for w in WORD.findall(text))
-    return {_stem(w) for w in words if w not in STOPWORDS and not w.isdigit()}
+    found = {_stem(w) for w in words if w not in STOPWORDS and not w.isdigit()}
+    return found | set(compound_words(text)) if _COMPOUND_HINT.search(text) else found
+
+
+def compound_words(text: str) -> list[str]:
+    """Return the names of ``text`` written with a digit and a joint, as one word each.
+
+    "401(k)" and "401k" are both ``401k``, "W-2" and "W2" both ``w2``; "24/7" and
+    "1:1" keep their joint (without it they would read as another number).
+    """
+    return [_JOINTS.sub("", m.group().lower()) for m in _COMPOUND.finditer(text)]
 
 
 def sentence_breaks(text: str, *, loose: bool = False) -> list[tuple[int, int]]:

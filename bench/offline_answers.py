@@ -9,7 +9,7 @@ Usage::
 It runs `evaluate_answers` (the same service and scoring as ``eval --answers
 --answer-mode both``) with a searcher that replays the cached search of each
 question (searching once when it is not cached) and the cached embedder of
-`bench/answerability_fit.py`, so a trial of ranking weights costs seconds, not
+`bench/cached_embedder.py`, so a trial of ranking weights costs seconds, not
 minutes. ``eval --answers`` stays the figure of record.
 """
 
@@ -22,7 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from answerability_fit import CachedEmbedder, parse_set
+from answerability_fit import parse_set
+from cached_embedder import CachedEmbedder
 
 from assistant.answering import extractive, ranking
 from assistant.answering.evaluation import METRICS, evaluate_answers

@@ -23,8 +23,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
-import numpy.typing as npt
+from cached_embedder import CachedEmbedder
 
 from assistant.answering.extractive import draft_extractive
 from assistant.answering.prompt import build_prompt
@@ -36,35 +35,11 @@ from assistant.tokens import get_tokenizer
 from assistant.types import SearchResult
 
 
-class MemoEmbedder:
-    """The index's embedder with the text -> vector memo of `bench/answerability_fit.py`."""
-
-    def __init__(self, settings: Settings, path: Path) -> None:
-        self.inner = make_embedder(settings.embedding)
-        self.path = path
-        self.memo: dict[str, npt.NDArray[np.float32]] = (
-            pickle.loads(path.read_bytes()) if path.exists() else {}
-        )
-        self.identity = self.inner.identity
-        self.dimension = self.inner.dimension
-        self.max_input_tokens = self.inner.max_input_tokens
-
-    def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        return self.inner.count_tokens(texts)
-
-    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        todo = [t for t in dict.fromkeys(texts) if t not in self.memo]
-        if todo:
-            for text, vector in zip(todo, self.inner.embed(todo), strict=True):
-                self.memo[text] = vector
-        return np.asarray([self.memo[t] for t in texts], dtype=np.float32)
-
-
 def count(name: str, files: Sequence[Path], index: Path, cache: Path) -> None:
     """Print how often the note fires on one set."""
     settings = Settings.from_env({})
     settings = replace(settings, store=replace(settings.store, path=index))
-    embedder = MemoEmbedder(settings, cache / f"{name}-vectors.pkl")
+    embedder = CachedEmbedder(make_embedder(settings.embedding), cache / f"{name}-vectors.pkl")
     retriever = open_retriever(settings, embedder=embedder)
     tokenizer = get_tokenizer(settings.chunking.encoding)
     fired = {True: 0, False: 0}

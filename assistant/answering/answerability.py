@@ -23,32 +23,24 @@ Signals (`Signals`), each in [0, 1] or a count:
   missing);
 - ``best_words``: the rarity-weighted share of topic words in the best unit's
   text plus its heading path;
-- ``phrases``: the share of the question's key phrases (two adjacent topic
-  words, "car insurance", "passcode length") found together in one of the
-  five best units with its heading path;
+- ``together``: the share of the question's key phrases (two adjacent topic
+  words, "phone bill", "stock options") that one of the three best units
+  writes as a phrase, in a sentence or heading ("options on stock" counts;
+  "a phone" here and "the bill" there do not);
 - ``value_missing``: the question asks for a kind of value (a percentage, an
   amount, a duration, a count, ...) and none of the five best units about its
   topic states one; ``year_missing``: it names a year no candidate mentions;
-- ``topic_missing``: a "do we have a policy on X" question whose X (all its
-  words together) neither a heading of the closest sections nor one of the
-  three best units names: such a question asks whether the section exists,
+- ``topic_missing``: a "do we have a policy on X" question, or a "do staff
+  get X" / "does the Sacco offer X" one whose X is a phrase, whose X (all its
+  words together) neither the headings of the closest sections nor one of the
+  three best units names, and no heading names its rarest word: such a
+  question asks whether the section or the benefit exists,
   so this one is decisive, as is a follow-up's added constraint ("what about
   for interns?") that no candidate unit names;
 - ``unknown``: the share of the topic words that no indexed document uses in
   any form (retrieval's unknown words after inflections);
 - ``margin``: the best unit's score minus the next one's;
 - ``doubted``: retrieval itself judged its hits no good match;
-- ``key_missing``: how rare (among the candidate units) the rarest topic word
-  is that the best unit, its heading path and lead-in do not contain (1 for a
-  word no document uses): "401(k)" missing from a unit about the stipend's
-  maximum is the tell of a near miss;
-- ``key_missing_top``: the same for a topic word none of the three best units
-  contains;
-- ``best_value_missing``: the question asks for a kind of value and the best
-  unit states none of that kind;
-- ``weakest``: token level, from the same model run as the cosine: the
-  question's least-matched topic word, its best cosine among a unit's word
-  pieces (heading included), best of the three best units.
 """
 
 from __future__ import annotations
@@ -66,7 +58,7 @@ from assistant.answering.asking import asked_value, missing_years
 from assistant.answering.ranking import Ranked, key_phrases, matched
 from assistant.answering.units import AnswerUnit
 from assistant.errors import ConfigError
-from assistant.words import content_words, quoted_list
+from assistant.words import WORD, content_words, quoted_list
 
 __all__ = [
     "CALIBRATION_FILE",
@@ -87,7 +79,6 @@ logger = logging.getLogger(__name__)
 CALIBRATION_FILE = Path(__file__).with_name("answerability.json")
 _JOINT_UNITS = 3
 _VALUE_UNITS = 5
-_PHRASE_UNITS = 5
 _VALUE_TOPIC = 0.1
 # "Do we have a policy on car insurance?", "Is there a rule about pets?"
 _TOPIC_QUESTION = re.compile(
@@ -96,6 +87,19 @@ _TOPIC_QUESTION = re.compile(
     r"programmes?|programs?|schemes?)\s+(?:on|about|for|regarding|covering|around)\s+(.+)$",
     re.I,
 )
+
+# "Do staff get stock options?", "Will the Sacco pay my phone bill?": whether the
+# organisation offers a thing. A question about what I, we or you do ("Can I get
+# paid back ...", "Will I pay extra ...") asks something else.
+_OFFER_QUESTION = re.compile(
+    r"^(?:do|does|will|would|can|could)\s+(?!(?:i|we|you)\s)(?:the\s+|our\s+)?(?:\w+\s+)??\w+\s+"
+    r"(?:(?:ever|also)\s+)?(?:get|offer|provide|pay|cover|give|reimburse|fund|subsidi[sz]e|"
+    r"issue|match)\s+(?:for\s+)?(?:(?:my|our|their|an?|any|the)\s+)?(.+)$",
+    re.I,
+)
+# An offered thing of one word ("a discount") is left to the fitted signals; a
+# phrase ("phone bill") must be found as such.
+_OFFER_WORDS = 2
 
 # Where the topic of "a policy on car insurance for staff" ends.
 _QUALIFIER = re.compile(
@@ -111,17 +115,13 @@ class Signals:
     late: float
     focus: float
     best_words: float
-    phrases: float
     value_missing: float
     year_missing: float
     topic_missing: float
     unknown: float
     margin: float
     doubted: float
-    key_missing: float = 0.0
-    key_missing_top: float = 0.0
-    best_value_missing: float = 0.0
-    weakest: float = 1.0
+    together: float = 1.0
 
     def vector(self, names: Sequence[str]) -> list[float]:
         """Return the named signals in order."""
@@ -136,19 +136,15 @@ DIRECTIONS = {
     "late": 1,
     "focus": 1,
     "best_words": 1,
-    "phrases": 1,
     "value_missing": -1,
     "year_missing": -1,
     "topic_missing": -1,
     "unknown": -1,
     "margin": 1,
     "doubted": -1,
-    "key_missing": -1,
-    "key_missing_top": -1,
-    "best_value_missing": -1,
-    "weakest": 1,
+    "together": 1,
 }
-WORDS_ONLY = tuple(n for n in SIGNAL_NAMES if n not in {"cosine", "late", "weakest"})
+WORDS_ONLY = tuple(n for n in SIGNAL_NAMES if n not in {"cosine", "late"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,17 +218,13 @@ def measure(
         late=max((r.late for r in top), default=0.0),
         focus=_weighted_share(found & focus, focus | unknown_words, ranked),
         best_words=min(1.0, ranked[0].words + ranked[0].place) if ranked else 0.0,
-        phrases=_phrase_share(question, ranked[:_PHRASE_UNITS], focus),
         value_missing=float(value_missing),
         year_missing=float(bool(missing_years(question, (r.text for r in ranked)))),
         topic_missing=float(_topic_missing(question, ranked)),
         unknown=len(unknown_words) / total if total else 0.0,
         margin=scores[0] - scores[1] if len(scores) == 2 else (scores[0] if scores else 0.0),
         doubted=float(doubted),
-        key_missing=_key_missing(focus, unknown_words, ranked, ranked[:1]),
-        key_missing_top=_key_missing(focus, unknown_words, ranked, top),
-        best_value_missing=float(kind is not None and bool(ranked) and not ranked[0].figure),
-        weakest=max((r.weakest for r in top), default=0.0),
+        together=_together_share(question, top, focus),
     )
 
 
@@ -250,7 +242,7 @@ def decide(
 ) -> Decision:
     """Decide whether ``ranked`` answers ``question``, with the fitted model.
 
-    ``with_tokens``: the ranking measured the word-piece signal (``weakest``).
+    ``with_tokens``: the ranking measured the word-piece signal (``late``).
     ``added`` are the words a follow-up adds to the earlier topic ("interns");
     when no candidate unit names one of them, the passages answer the earlier
     question, not this one.
@@ -287,9 +279,20 @@ def decide(
 
 
 def topic_asked(question: str) -> str:
-    """Return X of "do we have a policy on X for staff", or "" ("car insurance")."""
-    match = _TOPIC_QUESTION.search(question.strip(" ?.!"))
-    return _QUALIFIER.split(match.group(1), maxsplit=1)[0].strip() if match else ""
+    """Return X of "do we have a policy on X for staff" or "do staff get X", or "".
+
+    "Do we have a policy on car insurance for staff?" and "Does the Sacco offer
+    car insurance?" both ask about "car insurance".
+    """
+    text = question.strip(" ?.!")
+    match = _TOPIC_QUESTION.search(text)
+    if match:
+        return _QUALIFIER.split(match.group(1), maxsplit=1)[0].strip()
+    match = _OFFER_QUESTION.search(text)
+    if not match:
+        return ""
+    topic = _QUALIFIER.split(match.group(1), maxsplit=1)[0].strip()
+    return topic if len(content_words(topic)) >= _OFFER_WORDS else ""
 
 
 def _weighted_share(found: set[str], wanted: set[str], ranked: Sequence[Ranked]) -> float:
@@ -306,39 +309,46 @@ def _weighted_share(found: set[str], wanted: set[str], ranked: Sequence[Ranked])
     return sum(weights[w] for w in found) / sum(weights.values())
 
 
-def _key_missing(
-    focus: set[str], unknown: set[str], ranked: Sequence[Ranked], units: Sequence[Ranked]
-) -> float:
-    """Return the rarity in [0, 1] of the rarest topic word that none of ``units`` contains.
+def _together_share(question: str, ranked: Sequence[Ranked], focus: set[str]) -> float:
+    """Return the share of the question's key phrases one of ``ranked`` writes as a phrase.
 
-    Rarity is counted over the candidate units, each with its heading path and
-    lead-in; a word no candidate contains (or no document uses) is 1.
+    Both words of "phone bill" in one unit, apart ("a phone", "the bill"), are
+    not a phone bill; the phrase is there when its words stand next to each
+    other in a sentence or heading, or the other way round across a short word
+    or two ("options on stock", "the bill for the phone").
     """
-    if unknown:
-        return 1.0
-    if not ranked or not units:
-        return 0.0
-    around = [_words_with_headings(r) for r in ranked]
-    near = set().union(*(_words_with_headings(r) for r in units))
-    absent = focus - matched(focus, near)
-    if not absent:
-        return 0.0
-    total = len(ranked)
-    top = math.log(1 + total)
-    return max(
-        math.log(1 + total / (1 + sum(bool(matched({w}, words)) for words in around))) / top
-        for w in absent
-    )
-
-
-def _phrase_share(question: str, ranked: Sequence[Ranked], focus: set[str]) -> float:
     phrases = key_phrases(question, focus)
     if not phrases:
-        found = set().union(*(r.found for r in ranked)) if ranked else set()
-        return len(found & focus) / len(focus) if focus else 1.0
-    units = [_words_with_headings(r) for r in ranked]
-    hits = sum(any(len(matched({a, b}, words)) == 2 for words in units) for a, b in phrases)
-    return hits / len(phrases)
+        return 1.0
+    runs = [run for r in ranked for run in _unit_runs(r.candidate.unit)]
+    return sum(any(_written_together(a, b, run) for run in runs) for a, b in phrases) / len(phrases)
+
+
+def _written_together(first: str, second: str, run: Sequence[str]) -> bool:
+    # ``run``: a sentence's words as stems, "" for a short word that links two others.
+    for i, word in enumerate(run):
+        if not word:
+            continue
+        if matched({first}, {word}) and i + 1 < len(run) and matched({second}, {run[i + 1]}):
+            return True
+        if matched({second}, {word}):
+            after = run[i + 1 : i + 4]
+            gap = 0
+            while gap < len(after) and not after[gap]:
+                gap += 1
+            if 0 < gap <= 2 and gap < len(after) and matched({first}, {after[gap]}):
+                return True
+    return False
+
+
+@functools.lru_cache(maxsize=4096)
+def _unit_runs(unit: AnswerUnit) -> tuple[tuple[str, ...], ...]:
+    """Return the unit's text, lead-in and headings as runs of stems ("" for a stopword)."""
+    runs = []
+    for part in (unit.text, unit.context, *unit.headings):
+        for piece in re.split(r"[.;:!?,()\n|]+", part):
+            runs.append(tuple(next(iter(content_words(w)), "") for w in WORD.findall(piece)))
+    return tuple(runs)
 
 
 def _words_with_headings(ranked: Ranked) -> set[str]:
@@ -375,8 +385,15 @@ def _topic_missing(question: str, ranked: Sequence[Ranked]) -> bool:
     topic = content_words(topic_asked(question))
     if not topic:
         return False
-    headings = content_words(" ".join(h for r in ranked for h in r.candidate.unit.headings))
-    if matched(topic, headings) == topic:
+    headings = [content_words(h) for r in ranked for h in r.candidate.unit.headings]
+    if matched(topic, set().union(*headings)) == topic:
+        return False
+    # A section titled by the topic's rarest word ("Does Sourcegraph match my
+    # 401k?" for "401k contributions") is about it; one about its commonest
+    # ("Payment Options" for "stock options") is not.
+    count = {w: sum(bool(matched({w}, _words_with_headings(r))) for r in ranked) for w in topic}
+    rarest = min(topic, key=lambda w: (count[w], w))
+    if any(matched({rarest}, words) for words in headings):
         return False
     return not any(matched(topic, _words_with_headings(r)) == topic for r in ranked[:_JOINT_UNITS])
 

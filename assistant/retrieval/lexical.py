@@ -21,6 +21,8 @@ import numpy as np
 import numpy.typing as npt
 from bm25s.stopwords import STOPWORDS_EN
 
+from assistant.words import compound_words
+
 __all__ = [
     "FieldedLexicalIndex",
     "LexicalIndex",
@@ -65,6 +67,8 @@ def tokenize(text: str) -> list[str]:
         The terms in order, repeats kept.
     """
     words = [w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS and w != "_"]
+    # "401(k)" is also the term "401k", so a question typing either finds the other.
+    words += compound_words(text)
     stem = _stemmer()
     return stem(words) if stem is not None and words else words
 

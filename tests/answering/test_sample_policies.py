@@ -44,14 +44,8 @@ def ask(service: Assistant, question: str, *history: str) -> tuple[str, str, str
     [
         "Do we have a policy on car insurance for staff?",
         "Is there a gym subsidy for employees?",
-        pytest.param(
-            "Will the Sacco pay my phone bill?",
-            marks=pytest.mark.xfail(reason="known gap: 'phone' and 'bill' each occur, apart"),
-        ),
-        pytest.param(
-            "Do staff get stock options?",
-            marks=pytest.mark.xfail(reason="known gap: a near-miss the fitted decision accepts"),
-        ),
+        "Will the Sacco pay my phone bill?",
+        "Do staff get stock options?",
     ],
 )
 def test_a_topic_the_policies_never_cover_is_said_to_be_not_covered(

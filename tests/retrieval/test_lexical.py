@@ -43,7 +43,10 @@ def test_tokenize_lowercases_drops_stopwords_and_stems() -> None:
 
 
 def test_tokenize_keeps_codes_and_numbers_as_terms() -> None:
-    assert tokenize("Fee code FEE-12B, clause 7") == ["fee", "code", "fee", "12b", "claus", "7"]
+    # The code is also one term ("fee12b"), as "FEE12B" would be typed.
+    assert tokenize("Fee code FEE-12B, clause 7") == [
+        *("fee", "code", "fee", "12b", "claus", "7", "fee12b")
+    ]
 
 
 def test_scores_match_reference_bm25() -> None:
@@ -203,3 +206,13 @@ def test_coverage_agrees_with_reference_on_random_corpora(texts: list[str], quer
     expected = [sum(w for t, w in weights.items() if t in d) / total if total else 0 for d in docs]
     got = FieldedLexicalIndex(texts, ["x"] * len(texts)).coverage(query)
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_a_name_typed_without_its_joint_finds_the_text_that_writes_it() -> None:
+    index = LexicalIndex(
+        ["Sourcegraph matches 401(k) contributions up to 4%.", "Health plans cover dental."]
+    )
+    scores = index.scores("Does Sourcegraph match 401k contributions?")
+    assert scores[0] > 0
+    assert "401k" in tokenize("the 401(k) plan")
+    assert "w2" in query_terms("Where is my W-2?")
