@@ -30,6 +30,7 @@ from assistant.answering.ranking import (
     has_token_vectors,
     rank_units,
 )
+from assistant.answering.regions import own_rules_first
 from assistant.answering.units import segment
 from assistant.answering.wholes import whole_fact, whole_table
 from assistant.protocols import Embedder
@@ -192,7 +193,8 @@ def draft_extractive(
     )
     covered = decision.covered
     candidates = _candidates(sources)
-    passages = _passages(question, choose(ranked, weights=weights), candidates) if covered else ()
+    quoted = own_rules_first(question, ranked, weights.regional)
+    passages = _passages(question, choose(quoted, weights=weights), candidates) if covered else ()
     logger.debug(
         "offline draft: %s, p(answers) %.2f",
         "covered" if covered else f"not covered ({decision.reason})",

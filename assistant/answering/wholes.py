@@ -35,6 +35,15 @@ _MAX_ROWS = 12
 _MAX_ITEMS = 8
 _MAX_LIST_WORDS = 45
 _MAX_EXCEPTION_WORDS = 35
+# A sentence that opens by pointing back at the one before it ("Doing so is known as
+# tipping off", "In that case, ...") is quoted with that sentence.
+_BACK = re.compile(
+    r"^(?:(?:this|that|these|those|it|they)\s+(?:is|are|was|were|means?|includes?|applies|apply"
+    r"|can|cannot|will|may|must|does|do|has|have|covers?|requires?)\b"
+    r"|such\b|doing\s+so\b|in\s+(?:that|this|such\s+a|such)\s+case\b|if\s+so\b|otherwise\b)",
+    re.I,
+)
+_MAX_BEFORE_WORDS = 35
 _ITEM_END = re.compile(r"(?:[;,]?\s+(?:and|or))?[\s;,.]*$", re.I)
 # A sentence that carves a case out of the rule before it: "Emergency Loans are
 # exempt.", "This does not apply to interns.", "No fee is charged on ...".
@@ -123,6 +132,10 @@ def whole_fact(question: str, ranked: Ranked, candidates: Sequence[Candidate]) -
         and c.unit.text != unit.text
     ]
     text, joined = ranked.shown, []
+    before = _antecedent(unit, section)
+    if before is not None:
+        text = f"{before.text} {text}"
+        joined.append(before.text)
     items = _list_of(unit, section)
     if items:
         text = f"{text} {'; '.join(_item(u.text) for u in items)}."
@@ -133,6 +146,18 @@ def whole_fact(question: str, ranked: Ranked, candidates: Sequence[Candidate]) -
         text = f"{text}{stop} {exception.text}"
         joined.append(exception.text)
     return WholeFact(text, frozenset(joined))
+
+
+def _antecedent(unit: AnswerUnit, section: Sequence[AnswerUnit]) -> AnswerUnit | None:
+    """Return the sentence right before ``unit`` when ``unit`` opens by pointing back at it."""
+    if unit.kind != "sentence" or not _BACK.match(unit.text):
+        return None
+    before = next((u for u in section if u.position == unit.position - 1), None)
+    if before is None or before.kind not in ("sentence", "definition"):
+        return None
+    if before.text.rstrip().endswith(":") or len(WORD.findall(before.text)) > _MAX_BEFORE_WORDS:
+        return None
+    return before
 
 
 def _item(text: str) -> str:

@@ -102,3 +102,23 @@ def test_a_lead_in_is_quoted_with_its_short_list() -> None:
     assert "should not exceed the following amounts per teammate and per year: Year 1" in draft.text
     assert "Year 5+: $250 USD" in draft.text
     assert draft.text.count("Year 5+") == 1
+
+
+TIPPING = make_hit(
+    1,
+    "## Confidentiality\n\n"
+    "Reports go to the MLRO on the internal form the same day. "
+    "Staff must not tell the member, or anyone else, that a report has been made. "
+    "Doing so is known as tipping off and is a criminal offence.",
+    source="aml.md",
+    title="AML Policy",
+    heading_path=("AML Policy", "Confidentiality"),
+)
+
+
+def test_a_sentence_pointing_back_is_quoted_with_the_sentence_it_points_to() -> None:
+    draft = draft_extractive("What is tipping off?", (TIPPING,))
+    assert draft.passages[0].text == (
+        "Staff must not tell the member, or anyone else, that a report has been made. "
+        "Doing so is known as tipping off and is a criminal offence."
+    )
