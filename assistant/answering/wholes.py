@@ -7,6 +7,7 @@ of something and the best unit is a table row, the answer quotes that table
 once: its header, then every row of it the source holds, in document order.
 
 A quoted unit also carries what completes it in its own section (`whole_fact`):
+a sentence opening "Doing so ..." or "This means ..." the sentence before it,
 a lead-in ending in ":" its short list ("should not exceed the following
 amounts: Year 1: $50 USD; ..."), and a general rule the exception that names
 the case the question asks about ("A processing fee of 1% ... is deducted at
@@ -120,8 +121,9 @@ def is_exception(text: str) -> bool:
 def whole_fact(question: str, ranked: Ranked, candidates: Sequence[Candidate]) -> WholeFact:
     """Return what to quote for ``ranked``: its text, and what completes it in its section.
 
-    A lead-in ending in ":" gets its list when the list is short; a rule gets the
-    exception in its section that names a case of the question the rule does not.
+    A sentence pointing back ("Doing so ...") gets the sentence before it; a lead-in
+    ending in ":" gets its list when the list is short; a rule gets the exception in
+    its section that names a case of the question the rule does not.
     """
     unit = ranked.candidate.unit
     section = [
