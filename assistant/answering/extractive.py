@@ -30,8 +30,9 @@ from assistant.answering.ranking import (
     has_token_vectors,
     rank_units,
 )
+from assistant.answering.regions import own_rules_first
 from assistant.answering.units import segment
-from assistant.answering.wholes import whole_table
+from assistant.answering.wholes import whole_fact, whole_table
 from assistant.protocols import Embedder
 from assistant.types import Hit
 from assistant.words import STOPWORDS, WORD, content_words, quoted_list
@@ -192,7 +193,8 @@ def draft_extractive(
     )
     covered = decision.covered
     candidates = _candidates(sources)
-    passages = _passages(question, choose(ranked, weights=weights), candidates) if covered else ()
+    quoted = own_rules_first(question, ranked, weights.regional)
+    passages = _passages(question, choose(quoted, weights=weights), candidates) if covered else ()
     logger.debug(
         "offline draft: %s, p(answers) %.2f",
         "covered" if covered else f"not covered ({decision.reason})",
@@ -297,20 +299,32 @@ def _source_text(hit: Hit) -> str:
 def _passages(
     question: str, chosen: Sequence[Ranked], candidates: Sequence[Candidate]
 ) -> tuple[Passage, ...]:
-    """Return the quoted passages; an "each/all" question gets its table whole, once."""
+    """Return the quoted passages; an "each/all" question gets its table whole, once.
+
+    Each passage carries what completes it in its section (a lead-in's list, the
+    exception to a rule: `whole_fact`); a unit already quoted inside one is not repeated.
+    """
     table = whole_table(question, chosen, candidates)
-    if table is None:
-        return tuple(_passage(r) for r in chosen)
-    whole = Passage(table.number, table.text, chosen[0].score, table.position, is_table=True)
-    rest = [
-        _passage(r)
-        for r in chosen
-        if r.text not in table.rows
-        and not (r.candidate.unit.is_table and r.candidate.number == table.number)
-    ]
-    return (whole, *rest)
+    out: list[Passage] = []
+    if table is not None:
+        out.append(
+            Passage(table.number, table.text, chosen[0].score, table.position, is_table=True)
+        )
+        chosen = [
+            r
+            for r in chosen
+            if r.text not in table.rows
+            and not (r.candidate.unit.is_table and r.candidate.number == table.number)
+        ]
+    facts = [(r, whole_fact(question, r, candidates)) for r in chosen]
+    for ranked, fact in facts:
+        # Dropped when another passage quotes it inside its own (not when they quote each other).
+        if any(ranked.text in f.joined and r.text not in fact.joined for r, f in facts):
+            continue
+        out.append(_passage(ranked, fact.text))
+    return tuple(out)
 
 
-def _passage(ranked: Ranked) -> Passage:
+def _passage(ranked: Ranked, text: str) -> Passage:
     c = ranked.candidate
-    return Passage(c.number, ranked.shown, ranked.score, c.unit.position, c.unit.is_table)
+    return Passage(c.number, text, ranked.score, c.unit.position, c.unit.is_table)

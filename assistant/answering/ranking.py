@@ -115,6 +115,9 @@ class Weights:
     phrase: float = 0.0
     # Whether the best unit stating the asked value joins an answer whose lead does not.
     stating: bool = True
+    # A rule of some place (a country's, a state's, "US-based teammates") the question
+    # does not name is quoted after the organisation's own (`assistant.answering.regions`).
+    regional: float = 0.1
 
 
 DEFAULT_WEIGHTS = Weights()

@@ -95,3 +95,13 @@ def test_each_loan_product_gets_its_rate(assistant: Assistant) -> None:
     for rate in ("12%", "10%", "14%", "16%"):
         assert rate in text
     assert text.count("| Product |") == 1  # one table, its header once
+
+
+def test_the_general_fee_is_quoted_with_the_exemption_the_question_asks_about(
+    assistant: Assistant,
+) -> None:
+    text, mode, _ = ask(assistant, "How much is the processing fee for an emergency loan?")
+    assert mode == "extractive"
+    assert "No processing fee is charged on an Emergency Loan." in text
+    assert "A processing fee of 1% of the loan amount" in text
+    assert "is deducted at disbursement. Emergency Loans are exempt." in text
