@@ -159,11 +159,16 @@ def wire_conversations(
 
 
 def _queue_history_sync(demo: gr.Blocks, chat: gr.ChatInterface) -> None:
-    """Let the chat's own history updates fire ``chatbot_state.change``.
+    """Let the chat's own history updates fire ``chatbot_state.change``; keep a Stop's mark.
 
     ChatInterface copies the shown messages into ``chatbot_state`` at the end of
     every answer, retry, undo and edit, without the queue; Gradio 6 reports a
     State's change only from queued events. Queued, the copy still takes no time.
+    The copy also goes back to the chat (through ``chatbot_value``), and after a
+    Stop it may read the page before the Stop's mark reached it: on a loaded
+    server the answer then showed "in progress" again, without its Stopped note.
+    An answer still in progress when its event has ended was cut short, so the
+    copy marks it stopped itself, whichever update comes first.
     """
     synced = 0
     for fn in demo.fns.values():
@@ -172,9 +177,15 @@ def _queue_history_sync(demo: gr.Blocks, chat: gr.ChatInterface) -> None:
             chat.chatbot_value,
         ]:
             fn.queue, fn.concurrency_limit = True, None
+            fn.fn = _synced_history
             synced += 1
     if not synced:
         logger.warning("this Gradio has no chat history copy: conversations will not be kept")
+
+
+def _synced_history(history: object) -> tuple[object, object]:
+    kept = mark_stopped(history) if in_progress(history) else history
+    return kept, kept
 
 
 def wire_stop(chat: gr.ChatInterface) -> None:

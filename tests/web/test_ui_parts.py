@@ -12,6 +12,7 @@ import socket
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+import gradio as gr
 import pytest
 
 from assistant.answering.llm import OpenAIChat
@@ -43,11 +44,13 @@ from assistant.web.examples import corpus_examples, pick_examples
 from assistant.web.format import sources_markdown
 from assistant.web.header import OFFLINE_MODE, CorpusStatus, answer_mode, header_markdown
 from assistant.web.marking import mark_passage
+from assistant.web.messages import IN_PROGRESS
 from assistant.web.trace import readable_trace
-from assistant.web.ui import mark_stopped
+from assistant.web.ui import build_demo, mark_stopped
 from assistant.web.viewer import render_document
 from tests.support.hit_factory import make_hit
 from tests.support.paths import ROOT
+from tests.support.ui_fakes import FakeService
 
 SAMPLE = ROOT / "data" / "policies"
 TABLE = (
@@ -288,6 +291,31 @@ def test_stopped_answer_says_so_and_keeps_its_sources() -> None:
     assert "Stopped" in str(marked[1]["content"])
     assert marked[2]["metadata"]["title"] == "Sources"
     assert marked[2]["content"] == "listing"
+
+
+def test_a_stop_mark_survives_the_chats_own_copy_of_its_history() -> None:
+    # After a Stop, ChatInterface copies the page's messages back into the chat (through
+    # chatbot_value); on a loaded server that copy read the page before the Stop's mark
+    # and showed the answer "in progress" again. The copy itself now marks it.
+    demo = build_demo(FakeService(), settings=Settings())
+    in_progress = [
+        {"role": "user", "content": "q", "metadata": None},
+        {"role": "assistant", "content": "So [1] Acc", "metadata": None},
+        {"role": "assistant", "content": "listing", "metadata": {"title": IN_PROGRESS}},
+    ]
+    copies = [
+        fn
+        for fn in demo.fns.values()
+        if len(fn.inputs) == 1
+        and isinstance(fn.inputs[0], gr.Chatbot)
+        and [type(block) for block in fn.outputs] == [gr.State, gr.State]
+    ]
+
+    assert copies
+    for copy in copies:
+        state, value = copy.fn(in_progress)
+        assert state == value == mark_stopped(in_progress)
+        assert "Stopped" in str(state[1]["content"])
 
 
 @pytest.fixture
