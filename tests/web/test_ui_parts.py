@@ -313,6 +313,7 @@ def test_a_stop_mark_survives_the_chats_own_copy_of_its_history() -> None:
 
     assert copies
     for copy in copies:
+        assert copy.fn is not None
         state, value = copy.fn(in_progress)
         assert state == value == mark_stopped(in_progress)
         assert "Stopped" in str(state[1]["content"])
