@@ -245,9 +245,23 @@ def test_the_reading_column_keeps_its_width_from_landing_to_finished_answer(
     assert abs(landing - finished) <= 1, (landing, finished)
 
 
+_THANKS_OPAQUE = """() => {
+  const thanks = [...document.querySelectorAll('#feedback-pop p')]
+    .find((p) => p.textContent.includes('Tell us what was wrong'));
+  if (!thanks) return false;
+  for (let n = thanks; n; n = n.parentElement) {
+    if (Number(getComputedStyle(n).opacity) < 1) return false;
+  }
+  return true;
+}"""
+
+
 def test_the_new_controls_are_named_and_meet_aa_contrast(quick: Served, browser: Any) -> None:
     page = _answered(browser, quick, "desktop")
     page.get_by_role("button", name="Dislike", exact=True).last.click()
     page.get_by_label("What was wrong? (optional)").wait_for()
+    # Contrast counts opacity: Gradio fades the form in (its pending state), so wait until
+    # the thanks and everything around it is fully shown.
+    page.wait_for_function(_THANKS_OPAQUE)
     assert unnamed_controls(page) == []
     assert low_contrast(page) == []
