@@ -15,6 +15,7 @@ Run one file at a time: ``python -m pytest tests/e2e/test_browser_answer_tools.p
 from __future__ import annotations
 
 import html
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from assistant.web.ui import STORAGE_KEY
 from tests.support.accessibility import low_contrast, unnamed_controls
 from tests.support.chromium import browser_marks, open_page
 from tests.support.openai_server import Reply
@@ -62,9 +64,13 @@ def _opened(browser: Any, served: Served, size: str) -> Any:
 
 
 def _answered(browser: Any, served: Served, size: str) -> Any:
+    """Open the chat, ask, and wait until the answer's turn is over: its save is the last update."""
     page = _opened(browser, served, size)
+    stored = f"localStorage.getItem({json.dumps(STORAGE_KEY)})"
+    before = page.evaluate(stored)
     ask_and_wait(page, QUESTION)
     page.locator(".bot").get_by_text("12% per annum", exact=False).first.wait_for()
+    page.wait_for_function(f"{stored} !== {json.dumps(before)}")
     return page
 
 
@@ -121,23 +127,33 @@ def test_the_thumbs_down_form_opens_beside_its_answer(
     form.wait_for(state="hidden")
 
 
+# Each reason shows, inside the window, and is what a click at its centre reaches (not
+# clipped), all read in one step in the page: Gradio may re-render the buttons between two
+# reads, and chromium moves the hover to the new ones a frame later.
+_FLAG_MENU = """([reasons, width, height]) => {
+  const menus = [...document.querySelectorAll('#chat .extra-feedback')];
+  const menu = menus[menus.length - 1];
+  if (!menu) return null;
+  const options = [...menu.querySelectorAll('.extra-feedback-option')];
+  const placed = reasons.map((reason) => {
+    const option = options.find((o) => o.textContent.trim() === reason);
+    if (!option || !option.getClientRects().length) return null;
+    const r = option.getBoundingClientRect();
+    const hit = document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2);
+    const inView = r.x >= 0 && r.y >= 0 && r.right <= width + 1 && r.bottom <= height + 1;
+    const reached = hit?.closest('.extra-feedback-option')?.textContent.trim() ?? '';
+    return inView && reached === reason ? reason : null;
+  });
+  return placed.every(Boolean) ? placed : null;
+}"""
+
+
 @pytest.mark.parametrize("size", sorted(SIZES))
 def test_the_flag_menu_shows_all_four_reasons(quick: Served, browser: Any, size: str) -> None:
     page = _answered(browser, quick, size)
     page.locator("#chat .extra-feedback").last.locator("button").first.hover()
-    for reason in REASONS:
-        option = page.locator(".extra-feedback-option", has_text=reason).last
-        option.wait_for()
-        box = option.bounding_box()
-        assert box is not None
-        assert _in_view(box, size), (reason, box)
-        # Not clipped: the option itself is what a click at its centre reaches.
-        hit = page.evaluate(
-            "([x, y]) => document.elementFromPoint(x, y)?.closest('.extra-feedback-option')"
-            "?.textContent.trim() ?? ''",
-            [box["x"] + box["width"] / 2, box["y"] + box["height"] / 2],
-        )
-        assert hit == reason, (reason, hit)
+    shown = page.wait_for_function(_FLAG_MENU, arg=[list(REASONS), *SIZES[size]], timeout=10_000)
+    assert shown.json_value() == list(REASONS)
 
 
 def _downloaded(page: Any, name: str) -> str:
@@ -229,9 +245,23 @@ def test_the_reading_column_keeps_its_width_from_landing_to_finished_answer(
     assert abs(landing - finished) <= 1, (landing, finished)
 
 
+_THANKS_OPAQUE = """() => {
+  const thanks = [...document.querySelectorAll('#feedback-pop p')]
+    .find((p) => p.textContent.includes('Tell us what was wrong'));
+  if (!thanks) return false;
+  for (let n = thanks; n; n = n.parentElement) {
+    if (Number(getComputedStyle(n).opacity) < 1) return false;
+  }
+  return true;
+}"""
+
+
 def test_the_new_controls_are_named_and_meet_aa_contrast(quick: Served, browser: Any) -> None:
     page = _answered(browser, quick, "desktop")
     page.get_by_role("button", name="Dislike", exact=True).last.click()
     page.get_by_label("What was wrong? (optional)").wait_for()
+    # Contrast counts opacity: Gradio fades the form in (its pending state), so wait until
+    # the thanks and everything around it is fully shown.
+    page.wait_for_function(_THANKS_OPAQUE)
     assert unnamed_controls(page) == []
     assert low_contrast(page) == []
