@@ -14,15 +14,24 @@ Run one file at a time: ``python -m pytest tests/e2e/test_browser_reach.py``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.support.accessibility import low_contrast, unnamed_controls
-from tests.support.chromium import browser_marks, open_page
+from tests.support.chromium import browser_marks, expect, open_page
 from tests.support.openai_server import Reply
-from tests.support.served_ui import ANSWER, Served, ask, ask_and_wait, behind_fake_model, traces
+from tests.support.served_ui import (
+    ANSWER,
+    Served,
+    ask,
+    ask_and_wait,
+    ask_and_wait_saved,
+    behind_fake_model,
+    traces,
+)
 
 pytestmark = browser_marks
 
@@ -95,8 +104,25 @@ def _streaming(page: Any) -> None:
     page.locator("#chat-input .stop-button").wait_for()
 
 
-def _poll(page: Any, script: str) -> None:
-    page.wait_for_function(script)
+# Where the question box is once it has the focus back, read in the same step as the focus.
+BOX_WHEN_FOCUSED = """() => {
+  const box = document.querySelector('#chat-input textarea');
+  if (!box || document.activeElement?.closest('#chat-input') == null) return null;
+  const r = box.getBoundingClientRect();
+  return {y: r.y, height: r.height};
+}"""
+# The shortcuts listing: each key shown, and the listing inside the window, in one step
+# (the header may re-render between two reads).
+SHORTCUTS_SHOWN = """([keys, width]) => {
+  const listing = document.querySelector('#shortcuts-help dl');
+  if (!listing || !listing.getClientRects().length) return null;
+  const shown = [...listing.querySelectorAll('kbd')]
+    .filter((n) => n.getClientRects().length)
+    .map((n) => n.textContent.trim());
+  const r = listing.getBoundingClientRect();
+  const found = keys.filter((key) => shown.includes(key));
+  return found.length === keys.length ? {keys: found, x: r.x, right: r.right} : null;
+}"""
 
 
 @pytest.mark.parametrize("size", sorted(SIZES))
@@ -105,13 +131,11 @@ def test_the_question_box_stays_in_view_and_focused_after_ten_answers(
 ) -> None:
     page = _opened(browser, quick, size)
     height = SIZES[size][1]
-    box = page.locator("#chat-input textarea")
     for number in range(10):
         ask_and_wait(page, QUESTIONS[number % len(QUESTIONS)])
-        # Focus comes back once the box is enabled again (polled, not slept).
-        _poll(page, "document.activeElement?.closest('#chat-input') !== null")
-        where = box.bounding_box()
-        assert where is not None
+        # Focus comes back once the box is enabled again (polled, not slept); the box's
+        # place is read in the same step.
+        where = page.wait_for_function(BOX_WHEN_FOCUSED).json_value()
         assert where["y"] >= 0, (number, where)
         assert where["y"] + where["height"] <= height, (number, where)
     page_height = page.evaluate("document.scrollingElement.scrollHeight")
@@ -141,7 +165,7 @@ def test_ctrl_shift_o_starts_a_new_chat_and_shift_esc_goes_to_the_question_box(
     page.locator("#chat-status").click()
     page.keyboard.press("Control+Shift+O")
     page.locator(".message-row").first.wait_for(state="detached")
-    assert traces(page).count() == 0
+    expect(traces(page)).to_have_count(0)
     assert _focused_is_question_box(page)
 
 
@@ -150,13 +174,11 @@ def test_the_help_lists_the_shortcuts(quick: Served, browser: Any, size: str) ->
     page = _opened(browser, quick, size)
     help_button = page.get_by_label("Keyboard shortcuts")
     help_button.click()
-    listing = page.locator("#shortcuts-help dl")
-    for key in ("Esc", "Ctrl+Shift+O", "Shift+Esc"):
-        assert listing.get_by_text(key, exact=True).is_visible(), key
-    where = listing.bounding_box()
-    assert where is not None
-    assert where["x"] >= 0
-    assert where["x"] + where["width"] <= SIZES[size][0]
+    keys = ["Esc", "Ctrl+Shift+O", "Shift+Esc"]
+    shown = page.wait_for_function(SHORTCUTS_SHOWN, arg=[keys, SIZES[size][0]]).json_value()
+    assert shown["keys"] == keys
+    assert shown["x"] >= 0, shown
+    assert shown["right"] <= SIZES[size][0], shown
 
 
 def test_every_control_is_named_and_every_text_meets_aa_contrast(
@@ -171,7 +193,8 @@ def test_every_control_is_named_and_every_text_meets_aa_contrast(
     page.get_by_text("Stopped: the answer above is incomplete.").wait_for()
     page.locator("#chat-input .submit-button").wait_for()
     quick.replies["next"] = Reply(text=ANSWER)
-    ask_and_wait(page, QUESTIONS[1])
+    # Contrast counts opacity: measured once the turn's last re-render (its save) is done.
+    ask_and_wait_saved(page, QUESTIONS[1])
     assert unnamed_controls(page) == []
     assert low_contrast(page) == []
     link = page.locator(".message-content a", has_text="[1]").last
@@ -197,7 +220,7 @@ def test_a_citation_opens_its_passage_in_place_with_a_link_to_the_viewer(
     quick: Served, browser: Any, size: str
 ) -> None:
     page = _opened(browser, quick, size)
-    ask_and_wait(page, QUESTIONS[0])
+    ask_and_wait_saved(page, QUESTIONS[0])
     marker = page.locator(".message-content a", has_text="[1]").last
     path = str(marker.get_attribute("title"))
     assert path.startswith("[1] ")
@@ -205,10 +228,10 @@ def test_a_citation_opens_its_passage_in_place_with_a_link_to_the_viewer(
     marker.click()
     pop = page.get_by_role("dialog")
     pop.wait_for()
-    assert pop.get_by_text(path, exact=True).is_visible()
-    assert pop.locator("blockquote").inner_text().strip(), "the cited sentence is quoted"
+    expect(pop.get_by_text(path, exact=True)).to_be_visible()
+    expect(pop.locator("blockquote")).to_have_text(re.compile(r"\S"))  # the cited sentence
     viewer = pop.get_by_role("link", name="Open in the document")
-    assert "passage=" in str(viewer.get_attribute("href"))
+    expect(viewer).to_have_attribute("href", re.compile("passage="))
     where = pop.bounding_box()
     assert where is not None
     width, height = SIZES[size]
@@ -219,7 +242,7 @@ def test_a_citation_opens_its_passage_in_place_with_a_link_to_the_viewer(
     pop.wait_for(state="detached")
     # The Sources under the answer name the same full path.
     summary = page.locator(".message-row.bot-row").last.locator(".thought-group .title").first
-    assert path.removeprefix("[1] ") in summary.inner_text()
+    expect(summary).to_contain_text(path.removeprefix("[1] "))
 
 
 @pytest.mark.parametrize("size", sorted(SIZES))
@@ -232,7 +255,7 @@ def test_the_viewer_marks_the_whole_sentence_under_a_visible_heading_and_goes_ba
     )
     page = open_page(context)
     page.goto(quick.url, wait_until="load")
-    ask_and_wait(page, QUESTIONS[0])
+    ask_and_wait_saved(page, QUESTIONS[0])
     page.locator(".message-content a", has_text="[1]").last.click()
     with page.expect_popup() as opened:
         page.get_by_role("link", name="Open in the document").click()
@@ -249,7 +272,8 @@ def test_the_viewer_marks_the_whole_sentence_under_a_visible_heading_and_goes_ba
     # closing is the very outcome expected here.
     with viewer.expect_event("close"):
         viewer.get_by_role("link", name="Back to the chat").dispatch_event("click")
-    assert traces(page).count() == 1, "the chat tab still holds the conversation"
+    # The chat tab still holds the conversation.
+    expect(traces(page)).to_have_count(1)
 
 
 # The fake model's sources hold other words, so a scripted table answer would be flagged
@@ -268,7 +292,8 @@ def test_a_table_wider_than_the_screen_says_it_scrolls(
     quick: Served, browser: Any, size: str
 ) -> None:
     page = _opened(browser, quick, size)
-    ask_and_wait(page, QUESTIONS[0])
+    # The table is put into the answer once Gradio has rendered it for the last time.
+    ask_and_wait_saved(page, QUESTIONS[0])
     content = page.locator(".message-row.bot-row .message-content").last
     content.evaluate(
         "(node, table) => node.insertAdjacentHTML('beforeend', table)", WIDE_TABLE_HTML

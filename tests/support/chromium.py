@@ -43,6 +43,17 @@ def launched_chromium() -> Iterator[Any]:
             browser.close()
 
 
+def expect(locator: Any, *, timeout_ms: float = 20_000) -> Any:
+    """Playwright's auto-retrying assertions on ``locator`` (they re-read until they hold).
+
+    Gradio may re-render an element between a wait and a read; these re-read it until the
+    condition holds or ``timeout_ms`` (the pages' own limit) is over.
+    """
+    sync_api = pytest.importorskip("playwright.sync_api")
+    sync_api.expect.set_options(timeout=timeout_ms)
+    return sync_api.expect(locator)
+
+
 def open_page(opener: Any, *, timeout_ms: float = 20_000) -> Any:
     """Open a page of a browser (in a fresh context of its own) or of a given context.
 

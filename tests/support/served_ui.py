@@ -5,8 +5,8 @@
 fake embedder and serves it in Gradio's background thread until the ``with`` ends;
 `behind_fake_model` does the same with `FakeOpenAIServer` as the chat model, its
 next answer in ``Served.replies["next"]``; `demo_launched` serves a UI built on a
-scripted service (`tests.support.ui_fakes`). `ask` and `ask_and_wait` type a question into
-the chat as a user does; `rated_record` reads back what a thumb stored.
+scripted service (`tests.support.ui_fakes`). `ask`, `ask_and_wait` and `ask_and_wait_saved`
+type a question into the chat as a user does; `rated_record` reads back what a thumb stored.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from assistant.config import LLMSettings, Settings, StoreSettings, UISettings
 from assistant.index.ingest import ingest
 from assistant.protocols import Embedder
 from assistant.web.app import build_app
-from assistant.web.ui import launch
+from assistant.web.ui import STORAGE_KEY, launch
 from assistant.web.viewer import DocumentViewer
 from tests.conftest import SAMPLE_POLICIES, FakeEmbedder, free_port
 from tests.support.corpora import ingest_once
@@ -182,6 +182,18 @@ def ask_and_wait(page: Any, question: str) -> None:
     before = traces(page).count()
     ask(page, question)
     traces(page).nth(before).wait_for()
+
+
+def ask_and_wait_saved(page: Any, question: str) -> None:
+    """Ask and wait until the answer's turn is over: its save (localStorage) is its last update.
+
+    Gradio re-renders the chat for that save after the Trace shows, so a test that reads or
+    clicks inside the answer waits for it first.
+    """
+    stored = f"localStorage.getItem({json.dumps(STORAGE_KEY)})"
+    before = page.evaluate(stored)
+    ask_and_wait(page, question)
+    page.wait_for_function(f"{stored} !== {json.dumps(before)}")
 
 
 def audit_records(index: Path) -> list[dict[str, Any]]:
