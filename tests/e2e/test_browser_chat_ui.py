@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import free_port
-from tests.support.chromium import browser_marks, open_page
+from tests.support.chromium import browser_marks, expect, open_page
 from tests.support.openai_server import Reply
 from tests.support.paths import ROOT
 from tests.support.served_ui import (
@@ -27,9 +27,9 @@ from tests.support.served_ui import (
     Served,
     app_settings,
     ask,
+    ask_and_wait_saved,
     behind_fake_model,
     launched,
-    traces,
 )
 
 DEV = ROOT / "data" / "corpora" / "github-site-policy" / "Policies"
@@ -80,9 +80,13 @@ def _page(browser: Any, width: int = 1920, height: int = 1080, **options: Any) -
     return open_page(browser.new_context(viewport={"width": width, "height": height}, **options))
 
 
-def _answered(page: Any) -> Any:
-    """Wait for the last answer's Trace (the final update) and return the bot row."""
-    traces(page).last.wait_for()
+def _answered(page: Any, question: str) -> Any:
+    """Ask and return the answer's bot row once its turn is over (its save, the last re-render).
+
+    Gradio re-renders the chat for that save after the Trace shows; a read or a click
+    before it may meet the row being replaced.
+    """
+    ask_and_wait_saved(page, question)
     return page.locator(".message-row.bot-row").last
 
 
@@ -109,11 +113,20 @@ def test_landing_page_fills_the_window_in_a_reading_column_and_says_what_is_load
     assert column["width"] <= 900, f"input line {column['width']} px wide"
     assert abs((column["x"] + column["width"] / 2) - 960) < 40, "the column is not centred"
 
-    assert page.get_by_text("Policy assistant", exact=True).count() == 1, "title shown twice"
-    text = status.inner_text()
-    assert re.search(r"\d+ documents · \d+ chunks · last ingest \d{4}-\d\d-\d\d", text), text
-    assert f"answers: model: {MODEL}" in text
-    assert page.get_by_role("button", name="New chat").is_visible()
+    expect(page.get_by_text("Policy assistant", exact=True)).to_have_count(1)  # not twice
+    expect(status).to_contain_text(
+        re.compile(r"\d+ documents · \d+ chunks · last ingest \d{4}-\d\d-\d\d")
+    )
+    expect(status).to_contain_text(f"answers: model: {MODEL}")
+    expect(page.get_by_role("button", name="New chat")).to_be_visible()
+
+
+_EXAMPLES = """() => {
+  const texts = [...document.querySelectorAll('.examples button, .example')]
+    .map((e) => e.innerText.trim())
+    .filter(Boolean);
+  return texts.length ? texts : null;
+}"""
 
 
 def test_examples_come_from_the_loaded_corpus_not_the_sample_policies(
@@ -121,9 +134,8 @@ def test_examples_come_from_the_loaded_corpus_not_the_sample_policies(
 ) -> None:
     page = _page(browser)
     page.goto(dev_unreachable.url, wait_until="load")
-    examples = page.locator(".examples button, .example")
-    examples.first.wait_for()
-    offered = [text.strip() for text in examples.all_inner_texts() if text.strip()]
+    # Found and read in one step: Gradio may re-render the examples between two reads.
+    offered = page.wait_for_function(_EXAMPLES).json_value()
     assert offered, "no example questions"
     for question in SAMPLE_QUESTIONS:
         assert question not in offered
@@ -139,20 +151,23 @@ def test_wide_table_scrolls_inside_its_box_at_390_px(sample: Served, browser: An
     page.goto(sample.url, wait_until="load")
     sample.replies["next"] = Reply(text=WIDE_TABLE, chunk_chars=40, delay=0.01)
 
-    ask(page, "Summary of rates: product, interest or charge, maximum amount, maximum period")
-    row = _answered(page)
-    table = row.locator(".message-content table").first
-    sizes = table.evaluate(
-        "t => ({scroll: t.scrollWidth, client: t.clientWidth,"
+    row = _answered(
+        page, "Summary of rates: product, interest or charge, maximum amount, maximum period"
+    )
+    # The table and its answer's bubble measured in one step.
+    sizes = row.evaluate(
+        "r => { const t = r.querySelector('.message-content table');"
+        " const b = r.querySelector('.bot').getBoundingClientRect();"
+        " return {scroll: t.scrollWidth, client: t.clientWidth,"
         " right: t.getBoundingClientRect().right, page: document.documentElement.scrollWidth,"
-        " cell: Math.min(...[...t.querySelectorAll('td,th')].map(c => c.clientWidth))})"
+        " cell: Math.min(...[...t.querySelectorAll('td,th')].map(c => c.clientWidth)),"
+        " bubble: b.x + b.width}; }"
     )
     assert sizes["page"] <= 390, f"the page scrolls sideways: {sizes}"
     assert sizes["right"] <= 390, sizes
     assert sizes["scroll"] > sizes["client"], "the table neither scrolls nor fits"
     assert sizes["cell"] >= 60, f"cells collapse to a letter per line: {sizes}"
-    bubble = _box(row.locator(".bot").first)
-    assert bubble["x"] + bubble["width"] <= 390 - 8, f"the answer runs off the screen: {bubble}"
+    assert sizes["bubble"] <= 390 - 8, f"the answer runs off the screen: {sizes}"
 
 
 def test_short_cited_answer_has_collapsed_sources_with_a_summary_and_plain_excerpts(
@@ -167,24 +182,24 @@ def test_short_cited_answer_has_collapsed_sources_with_a_summary_and_plain_excer
     )
 
     # Its sources include a table (the records retention schedule).
-    ask(
+    row = _answered(
         page,
         "Which loan product has the maximum period of 48 months and minimum membership "
         "of 6 months in the summary of rates table?",
     )
-    row = _answered(page)
     group = row.locator(".thought-group").filter(has_text=re.compile(r"\d sources?: "))
     title = group.locator(".title").first
-    summary = title.inner_text().strip()
-    assert re.match(r"^3 sources: [^>]+ > [^,]+, ", summary), summary
-    assert "\n" not in summary
-    assert group.locator(".content").count() == 0, "Sources start open"
+    expect(title).to_have_text(
+        re.compile(r"^\s*3 sources: [^>\n]+ > [^,\n]+, [^\n]*$"), use_inner_text=True
+    )
+    assert "\n" not in title.inner_text().strip(), "the summary is one line"
+    expect(group.locator(".content")).to_have_count(0)  # Sources start closed
 
     title.click()
-    quotes = group.locator("blockquote")
-    quotes.first.wait_for()
-    excerpts = quotes.all_inner_texts()
-    joined = "\n".join(excerpts)
+    group.locator("blockquote").first.wait_for()
+    joined = group.evaluate(
+        "g => [...g.querySelectorAll('blockquote')].map((q) => q.innerText).join('\\n')"
+    )
     assert "|" not in joined, joined
     assert "---" not in joined, joined
     assert not re.search(r"\]\(|^#", joined, re.MULTILINE), joined
@@ -197,8 +212,7 @@ def test_copy_gives_clean_text_with_absolute_links(sample: Served, browser: Any)
     page.goto(sample.url, wait_until="load")
     sample.replies["next"] = Reply(text=ANSWER, chunk_chars=20, delay=0.01)
 
-    ask(page, "What is the emergency loan interest rate?")
-    _answered(page)
+    _answered(page, "What is the emergency loan interest rate?")
     page.locator('.message-buttons button[aria-label="Copy message"]').last.click()
     copied = ""
     for _ in range(40):  # the copy is written after the collapsed Sources are read
@@ -231,12 +245,12 @@ def test_stopped_answer_keeps_its_sources_and_says_stopped(sample: Served, brows
 
     row = page.locator(".message-row.bot-row").last
     row.get_by_text("Stopped", exact=False).first.wait_for()
-    assert "[1]" in row.inner_text()
+    expect(row).to_contain_text("[1]")
     sources = row.locator(".thought-group .title").filter(has_text=re.compile(r"^\s*Sources\s*$"))
     sources.first.wait_for()
     sources.first.click()
     row.get_by_role("link", name="open section").first.wait_for()
-    assert re.search(r"\*?\[1\] [A-Z]", row.inner_text()), "the [1] of the answer resolves"
+    expect(row).to_contain_text(re.compile(r"\*?\[1\] [A-Z]"))  # the answer's [1] resolves
 
 
 def test_unreachable_model_answers_from_the_passages_with_a_short_note(
@@ -245,12 +259,13 @@ def test_unreachable_model_answers_from_the_passages_with_a_short_note(
     page = _page(browser)
     page.goto(dev_unreachable.url, wait_until="load")
     with caplog.at_level(logging.WARNING, logger="assistant"):
-        ask(page, "What happens to my account if I violate the acceptable use policies?")
-        row = _answered(page)
+        row = _answered(
+            page, "What happens to my account if I violate the acceptable use policies?"
+        )
 
+    expect(row).to_contain_text("not available right now")
+    expect(page.locator(".message-wrap")).not_to_contain_text("ASSISTANT_LLM")
     text = row.inner_text()
-    assert "not available right now" in text, text
-    assert "ASSISTANT_LLM" not in page.locator(".message-wrap").inner_text()
     assert re.search(r"\[\d\]", text) or "do not appear to cover" in text, text
     logged = "\n".join(r.getMessage() for r in caplog.records)
     assert "answering offline" in logged, logged
@@ -270,39 +285,39 @@ def test_filters_show_in_the_header_reach_a_no_match_answer_and_clear_with_the_c
 
     # With a model the weak match goes to it (issue 25); its "not covered" is the no-match answer.
     sample.replies["next"] = Reply(text="The policy documents do not cover this.", delay=0.01)
-    ask(page, "What is the emergency loan interest rate for a development loan guarantor?")
-    row = _answered(page)
+    row = _answered(
+        page, "What is the emergency loan interest rate for a development loan guarantor?"
+    )
+    expect(row.locator(".message").first).to_contain_text("with the filter Staff Leave Policy")
     answer = row.locator(".message").first.inner_text()
-    assert "with the filter Staff Leave Policy" in answer, answer
     lines = [line for line in answer.splitlines() if line.strip().startswith("Staff Leave")]
     assert len(lines) <= 1, f"the title repeats on every line: {lines}"
-    assert row.get_by_text("Closest sections (no good match)").count() == 0, "listed twice"
+    expect(row.get_by_text("Closest sections (no good match)")).to_have_count(0)  # not twice
 
     row.locator(".thought-group .title").filter(has_text="Trace").first.click()
     trace = row.locator("pre").last
+    expect(trace).to_contain_text("filters: Staff Leave Policy")
     trace_text = trace.inner_text()
     assert "SearchFilters(" not in trace_text
-    assert "filters: Staff Leave Policy" in trace_text
     assert " — Staff Leave Policy" in trace_text, "chunks named by id only"
     assert trace_text.count("first token:") == 1
     assert trace.evaluate("p => p.scrollWidth <= p.clientWidth + 1"), "trace lines do not wrap"
 
     page.locator('button[aria-label="Clear"]').first.click()
     page.get_by_text("Filters", exact=True).first.wait_for()
-    assert page.get_by_text("Filters · 1 document").count() == 0
+    expect(page.get_by_text("Filters · 1 document")).to_have_count(0)
 
 
 def test_new_chat_empties_the_conversation(sample: Served, browser: Any) -> None:
     page = _page(browser)
     page.goto(sample.url, wait_until="load")
     sample.replies["next"] = Reply(text=ANSWER, chunk_chars=20, delay=0.01)
-    ask(page, "What is the emergency loan interest rate?")
-    _answered(page)
+    _answered(page, "What is the emergency loan interest rate?")
 
     page.get_by_role("button", name="New chat").click()
 
     page.locator(".message-row").first.wait_for(state="detached")
-    assert page.locator(".message-row").count() == 0
+    expect(page.locator(".message-row")).to_have_count(0)
 
 
 def test_viewer_lands_on_and_highlights_the_cited_passage(sample: Served, browser: Any) -> None:
@@ -310,12 +325,11 @@ def test_viewer_lands_on_and_highlights_the_cited_passage(sample: Served, browse
     page.goto(sample.url, wait_until="load")
     sample.replies["next"] = Reply(text=ANSWER, chunk_chars=20, delay=0.01)
     # Its first source is the Interest sub-section of Emergency Loans (after Purpose).
-    ask(
+    row = _answered(
         page,
         "Do Emergency Loans carry interest on a reducing balance, and is a processing fee "
         "charged on an Emergency Loan?",
     )
-    row = _answered(page)
     row.locator(".thought-group .title").filter(has_text="source").first.click()
     link = row.get_by_role("link", name="open section").first
     href = link.get_attribute("href")
