@@ -14,7 +14,13 @@ import pytest
 
 from tests.support.chromium import browser_marks, open_page
 from tests.support.openai_server import Reply
-from tests.support.served_ui import ANSWER, Served, ask_and_wait, behind_fake_model, rated_record
+from tests.support.served_ui import (
+    ANSWER,
+    Served,
+    ask_and_wait_saved,
+    behind_fake_model,
+    rated_record,
+)
 
 pytestmark = browser_marks
 
@@ -33,7 +39,9 @@ def page(served: Served, browser: Any) -> Any:
 
 
 def _ask(page: Any, question: str) -> None:
-    ask_and_wait(page, question)
+    # The thumbs are clicked once the turn's last re-render (its save) is done: a click on
+    # buttons Gradio is replacing may reach the old ones.
+    ask_and_wait_saved(page, question)
     page.locator(".bot").get_by_text("12% per annum", exact=False).first.wait_for()
 
 
