@@ -21,9 +21,9 @@ import pytest
 from assistant.config import Settings, StoreSettings
 from assistant.index.ingest import ingest
 from tests.conftest import FakeEmbedder
-from tests.support.chromium import browser_marks, open_page
+from tests.support.chromium import browser_marks, expect, open_page
 from tests.support.openai_server import Reply
-from tests.support.served_ui import ANSWER, Served, ask, behind_fake_model
+from tests.support.served_ui import ANSWER, Served, ask, ask_and_wait_saved, behind_fake_model
 
 SLOW = Reply(text="Counting slowly " + "and on " * 200, chunk_chars=8, delay=0.25)
 
@@ -54,7 +54,9 @@ def test_question_streams_an_answer_with_sources_and_a_working_section_link(
     page.goto(served.url, wait_until="load")
     served.replies["next"] = Reply(text=ANSWER, chunk_chars=6, delay=0.02)
 
-    ask(page, "What is the emergency loan interest rate?")
+    # The Sources are opened once the turn's last re-render (its save) is done: Gradio
+    # would close a group it re-renders under the click.
+    ask_and_wait_saved(page, "What is the emergency loan interest rate?")
 
     bot = page.locator(".bot").first
     bot.get_by_text("12% per annum", exact=False).first.wait_for()
@@ -67,8 +69,8 @@ def test_question_streams_an_answer_with_sources_and_a_working_section_link(
     href = link.get_attribute("href")
     assert href is not None
     assert href.startswith("/doc/loan-policy.md?passage="), href
-    assert "[1]" in page.locator(".message-wrap").inner_text()
-    assert "Loan Policy" in page.locator(".message-wrap").inner_text()
+    expect(page.locator(".message-wrap")).to_contain_text("[1]")
+    expect(page.locator(".message-wrap")).to_contain_text("Loan Policy")
 
     page.goto(served.url.rstrip("/") + href, wait_until="load")
     section = page.locator("section.cited")
