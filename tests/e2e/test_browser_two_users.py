@@ -14,8 +14,16 @@ import pytest
 from assistant.index.ingest import ingest
 from assistant.users import add_user
 from tests.conftest import FakeEmbedder
-from tests.support.chromium import browser_marks, launched_chromium, open_page
-from tests.support.served_ui import Served, app_settings, ask_and_wait, launched, traces
+from tests.support.chromium import browser_marks, expect, launched_chromium, open_page
+from tests.support.served_ui import (
+    Served,
+    app_settings,
+    ask_and_wait_saved,
+    launched,
+    saved_conversations,
+    traces,
+    wait_for_save,
+)
 
 pytestmark = browser_marks
 
@@ -52,8 +60,8 @@ def _logged_in(browser: Any, url: str, name: str, password: str) -> Any:
 
 
 def _ask(page: Any, question: str) -> str:
-    ask_and_wait(page, question)
-    page.wait_for_timeout(300)
+    """Ask and return the chat's text once the turn's last re-render (its save) is done."""
+    ask_and_wait_saved(page, question)
     return str(page.locator(".message-wrap").inner_text())
 
 
@@ -64,14 +72,15 @@ def test_two_users_at_once_and_an_audience_changed_while_running(served: Served)
             bob = _logged_in(browser, served.url, "bob", "pw-bob")
             ann.locator("textarea").first.fill(QUESTION)
             bob.locator("textarea").first.fill(QUESTION)
+            saved = {page: saved_conversations(page) for page in (ann, bob)}
             ann.locator("textarea").first.press("Enter")  # both asked before either answered
             bob.locator("textarea").first.press("Enter")
+            # Each chat is read once its turn's last re-render (its save) is done.
             for page in (ann, bob):
                 traces(page).first.wait_for()
-            ann.wait_for_timeout(300)
-            seen_by_ann = ann.locator(".message-wrap").inner_text()
+                wait_for_save(page, saved[page])
+            expect(ann.locator(".message-wrap")).to_contain_text("nine florins")
             seen_by_bob = bob.locator(".message-wrap").inner_text()
-            assert "nine florins" in seen_by_ann
             assert "florins" not in seen_by_bob
             assert "salaries" not in seen_by_bob
             assert "Salary Bands" not in seen_by_bob

@@ -190,10 +190,23 @@ def ask_and_wait_saved(page: Any, question: str) -> None:
     Gradio re-renders the chat for that save after the Trace shows, so a test that reads or
     clicks inside the answer waits for it first.
     """
-    stored = f"localStorage.getItem({json.dumps(STORAGE_KEY)})"
-    before = page.evaluate(stored)
+    before = saved_conversations(page)
     ask_and_wait(page, question)
-    page.wait_for_function(f"{stored} !== {json.dumps(before)}")
+    wait_for_save(page, before)
+
+
+_STORED = f"localStorage.getItem({json.dumps(STORAGE_KEY)})"
+
+
+def saved_conversations(page: Any) -> str | None:
+    """Return what the page keeps in localStorage now (to tell its next save by)."""
+    stored = page.evaluate(_STORED)
+    return None if stored is None else str(stored)
+
+
+def wait_for_save(page: Any, before: str | None) -> None:
+    """Wait (polling) until the page's saved conversations differ from ``before``."""
+    page.wait_for_function(f"{_STORED} !== {json.dumps(before)}")
 
 
 def audit_records(index: Path) -> list[dict[str, Any]]:
