@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from assistant.web.tools_script import TOOLS_CSS, TOOLS_JS
 
-__all__ = ["CSS", "JS", "READING_WIDTH_PX", "SHORTCUTS", "SHORTCUTS_HTML"]
+__all__ = ["CSS", "HEAD", "JS", "READING_WIDTH_PX", "SHORTCUTS", "SHORTCUTS_HTML"]
 
 # About 90 characters a line at the chat's font size.
 READING_WIDTH_PX = 880
@@ -116,6 +116,27 @@ html, body, gradio-app {{ height: 100%; }}
     + TOOLS_CSS
 )
 
+# Names for Gradio's icon-only controls (a screen reader otherwise says "button"), from
+# the page's head: its observer is there before Gradio mounts anything, so no button is
+# ever nameless (set from `JS`, which runs once the app has loaded, a button could be
+# read without its name first; a loaded test run did). Named again whenever Gradio
+# mounts one anew (Send after Stop).
+HEAD = """<script>
+(() => {
+  const NAMES = [["#chat-input .submit-button", "Send question"],
+                 ["#chat-input .stop-button", "Stop the answer"]];
+  function name() {
+    for (const [selector, label] of NAMES) {
+      document.querySelectorAll(selector).forEach((button) => {
+        if (!button.getAttribute("aria-label")) button.setAttribute("aria-label", label);
+      });
+    }
+  }
+  new MutationObserver(name).observe(document.documentElement, { childList: true,
+                                                                  subtree: true });
+})();
+</script>"""
+
 # Copy a message as the reader sees it: rendered text, links spelled out in full.
 # Runs in the capture phase so Gradio's own handler (Markdown source) does not.
 JS = (
@@ -187,21 +208,10 @@ JS = (
   hint();
   new MutationObserver(hint).observe(document.body, { childList: true, subtree: true });
 
-  // Names for Gradio's icon-only controls (a screen reader otherwise says "button").
   // The toggle inside a Sources or Trace title duplicates the title's own role=button.
   const input = () => document.querySelector("#chat-input textarea");
-  const NAMES = [["#chat-input .submit-button", "Send question"],
-                 ["#chat-input .stop-button", "Stop the answer"]];
   let busy = false;
-  function name() {
-    for (const [selector, label] of NAMES) {
-      document.querySelectorAll(selector).forEach((button) => {
-        if (!button.getAttribute("aria-label")) button.setAttribute("aria-label", label);
-      });
-    }
-  }
   function tend() {
-    name();
     document.querySelectorAll(".thought-group .title button.icon-button").forEach((inner) => {
       if (inner.getAttribute("aria-hidden") === "true") return;
       inner.setAttribute("aria-hidden", "true");
@@ -234,9 +244,6 @@ JS = (
   }
   let queued = false;
   new MutationObserver(() => {
-    // Named at once: a button Gradio mounts again (Send after Stop) is never nameless,
-    // even for the frame the rest of the tending waits for.
-    name();
     if (queued) return;
     queued = true;
     requestAnimationFrame(() => { queued = false; tend(); });

@@ -24,7 +24,7 @@ from assistant.web.changes import ChangeFeed
 from assistant.web.conversations_ui import ConversationControls, wire_conversations, wire_stop
 from assistant.web.feedback import ChatAudit
 from assistant.web.identity import user_of
-from assistant.web.layout import CSS, JS, SHORTCUTS_HTML
+from assistant.web.layout import CSS, HEAD, JS, SHORTCUTS_HTML
 from assistant.web.panels import (
     FEEDBACK_OPTIONS,
     conversation_tools,
@@ -252,6 +252,7 @@ def launch(
             theme=theme(),
             css=CSS,
             js=JS,
+            head=HEAD,
             app_kwargs=app_kwargs(viewer, directory),
         )
     return str(local_url)
