@@ -114,6 +114,16 @@ DURATION = ValueKind(
         re.I,
     ),
 )
+# "How long must the passcode be?" asks for a length, which may be one of time or not.
+LENGTH = ValueKind(
+    "a length",
+    re.compile(
+        rf"{DURATION.stated.pattern}|\b{_NUMBER}\s*-?\s*(?:characters?|digits?|letters?|words?|"
+        r"symbols?|pages?|lines?|km|kilomet(?:re|er)s?|miles?|met(?:re|er)s?|feet|foot|inch(?:es)?|"
+        r"cm|mm)\b",
+        re.I,
+    ),
+)
 DATE = ValueKind(
     "a date",
     re.compile(
@@ -160,6 +170,10 @@ _ASKS: tuple[tuple[re.Pattern[str], ValueKind], ...] = (
             r"\b(?:percentage|percent|per cent|what share|what proportion|interest rate)\b", re.I
         ),
         PERCENTAGE,
+    ),
+    (
+        re.compile(r"\bhow long\b(?:(?!\b(?:take|takes|took|last|lasts)\b)[^?])*\bbe\W*$", re.I),
+        LENGTH,
     ),
     (
         re.compile(

@@ -38,6 +38,7 @@ SUPPORT = make_hit(
         ("What uptime percentage does GitHub guarantee each quarter?", "a percentage"),
         ("What is the interest rate on an emergency loan?", "a percentage"),
         ("How long do I have to appeal?", "a length of time"),
+        ("How long must the passcode be?", "a length"),
         ("How much unused annual leave can be carried forward?", "a length of time"),
         ("How many weeks of parental leave do staff get?", "a length of time"),
         ("How much is the entrance fee for new members?", "an amount"),
@@ -78,6 +79,11 @@ def test_values_are_recognised_in_passages() -> None:
     assert not states_value(percentage, "Interest is charged monthly.")
     assert states_value(amount, "The fee is KES 1,000.")
     assert states_value(amount, "Changing your nominees is free.")
+    length = asked_value("How long must the passcode be?")
+    assert length is not None
+    assert states_value(length, "Passwords must be at least 14 characters long.")
+    assert states_value(length, "The notice must be two weeks.")
+    assert not states_value(length, "Passwords must be changed when compromised.")
     assert not states_value(amount, "The fee is set by the Board.")
     assert states_value(duration, "We wait 10-14 days and then restore it.")
     assert not states_value(duration, "We restore it after a review.")
