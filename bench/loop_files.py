@@ -97,8 +97,18 @@ def keep_failure(log_dir: Path, path: str, run: int, result: RunResult) -> Path:
     return log
 
 
-def past(until: dt.time | None) -> bool:
-    return until is not None and dt.datetime.now(dt.UTC).time() >= until
+def deadline(until: dt.time, now: dt.datetime) -> dt.datetime:
+    """Return the moment ``until`` names: today's, or tomorrow's when today's is long gone.
+
+    A loop started at 23:30 with ``--until 01:15`` means the coming night; one
+    started at 22:20 with ``--until 22:15`` is already past.
+    """
+    today = dt.datetime.combine(now.date(), until, tzinfo=dt.UTC)
+    return today + dt.timedelta(days=1) if today < now - dt.timedelta(hours=12) else today
+
+
+def past(until: dt.datetime | None) -> bool:
+    return until is not None and dt.datetime.now(dt.UTC) >= until
 
 
 def loop(args: argparse.Namespace, loads: list[float]) -> list[FileCounts]:
@@ -108,7 +118,8 @@ def loop(args: argparse.Namespace, loads: list[float]) -> list[FileCounts]:
         for run in range(1, args.runs + 1):
             if past(args.until):
                 print(
-                    f"[loop] past {args.until}: stopped before {entry.path} run {run}", flush=True
+                    f"[loop] past {args.until:%H:%M}: stopped before {entry.path} run {run}",
+                    flush=True,
                 )
                 return counts
             result = run_once(args.python, entry.path, args.timeout)
@@ -169,7 +180,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=None,
         help="HH:MM (UTC): start no run after this time",
     )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.until is not None:
+        args.until = deadline(args.until, dt.datetime.now(dt.UTC))
+    return args
 
 
 def _exit_on_signal(signum: int, _frame: object) -> None:
