@@ -23,6 +23,7 @@ from decimal import Decimal
 from typing import Literal
 
 from assistant.answering.figures import Derived, stated, unsupported
+from assistant.documents.markdown import inline_constructs
 from assistant.types import Hit
 from assistant.words import STOPWORDS
 
@@ -201,16 +202,30 @@ def says_not_covered(text: str) -> bool:
 
 
 def mark_sentences(text: str, flagged: Sequence[str]) -> str:
-    """Return ``text`` with `UNSUPPORTED_MARK` right after each flagged sentence."""
-    out, cursor = [], 0
+    """Return ``text`` with `UNSUPPORTED_MARK` right after each flagged sentence.
+
+    Sentences are found in the Markdown source, so one may end inside a link's
+    destination or a code span ("[2](paid. )"); a mark there would break the
+    construct and show its brackets as text. Such a mark goes to the end of the
+    line instead, or of the answer.
+    """
+    cursor = 0
     for sentence in flagged:
         at = text.find(sentence, cursor)
-        if at < 0:
-            continue
-        end = at + len(sentence)
-        out += [text[cursor:end], UNSUPPORTED_MARK]
-        cursor = end
-    return "".join(out) + text[cursor:]
+        if at >= 0:
+            cursor = at + len(sentence)
+            text = _insert_mark(text, cursor)
+    return text
+
+
+def _insert_mark(text: str, at: int) -> str:
+    expected = inline_constructs(text) + inline_constructs(UNSUPPORTED_MARK)
+    line_end = text.find("\n", at)
+    for end in (at, len(text) if line_end < 0 else line_end, len(text)):
+        marked = text[:end] + UNSUPPORTED_MARK + text[end:]
+        if inline_constructs(marked) == expected:
+            return marked
+    return text + UNSUPPORTED_MARK
 
 
 def _stem_known(name: str, words: AbstractSet[str]) -> bool:

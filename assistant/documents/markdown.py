@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -27,7 +28,14 @@ from assistant.documents.decode import decode_text
 from assistant.documents.frontmatter import parse_front_matter, split_front_matter
 from assistant.types import BlockKind, DocMeta, Section, TextBlock, TextBlockKind, TextLine
 
-__all__ = ["load", "parse_blocks", "parse_markdown", "plain_text", "render_html"]
+__all__ = [
+    "inline_constructs",
+    "load",
+    "parse_blocks",
+    "parse_markdown",
+    "plain_text",
+    "render_html",
+]
 
 _BLOCK_KINDS: dict[str, BlockKind] = {
     "paragraph_open": "paragraph",
@@ -250,6 +258,22 @@ def plain_text(markdown: str) -> str:
     """Return inline Markdown as plain words (links by their text, emphasis and tags dropped)."""
     tokens = _parser().parseInline(markdown)
     return "".join(line.text + brk for line, brk in _inline_lines(tokens[0] if tokens else None))
+
+
+def inline_constructs(text: str) -> Counter[str]:
+    """Count the inline constructs of Markdown ``text`` by token type (links, code, emphasis).
+
+    Plain text and line breaks are not counted: two texts with equal counts read
+    with the same links, images and code spans, whatever words were added.
+    """
+    found: Counter[str] = Counter()
+    for token in _parser().parse(text):
+        found.update(
+            child.type
+            for child in token.children or ()
+            if child.type not in {"text", "softbreak", "hardbreak"}
+        )
+    return found
 
 
 def parse_blocks(text: str) -> tuple[TextBlock, ...]:

@@ -105,3 +105,14 @@ def test_every_marker_a_reader_sees_points_at_a_retrieved_source(pieces: list[st
     for marker in SEEN_MARKER.findall(visible_text(answer.text)):
         assert re.fullmatch(r"\[[123]\]", marker), marker
         assert int(marker[1:-1]) in cited
+
+
+def test_a_mark_never_lands_inside_a_link_and_shows_its_brackets() -> None:
+    """Found by the property above in a fresh-clone run: a flagged sentence ending inside
+    the link destination of ``[ 2 ](paid. )`` got its mark there, which broke the link
+    and showed a "[ 2 ]" that cites nothing."""
+    text = "[1][ 2 ](paid. )"
+    answer = check_answer("q", neutralise_markdown(text, allowed_hosts=OWN_HOST), PARKING_HITS)
+    seen = visible_text(answer.text)
+    assert "not found in the sources" in seen
+    assert SEEN_MARKER.findall(seen) == ["[1]"]
