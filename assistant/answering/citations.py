@@ -55,8 +55,9 @@ logger = logging.getLogger(__name__)
 
 # Not followed by what surely makes a link: "[4](y)" reads "4", not a marker. Anything
 # the renderer would not take as a destination ("(a b)", an escaped "\(") leaves the
-# brackets visible, so it must count as a marker.
-_LINK_TAIL = r"""\(\s*(?:<[^>\n]*>|[^()\s<]*)(?:\s+(?:"[^"\n]*"|'[^'\n]*'))?\s*\)"""
+# brackets visible, so it must count as a marker. A backslash escapes the character
+# after it, so "(\)" is no destination: its ")" is text.
+_LINK_TAIL = r"""\(\s*(?:<[^>\n]*>|(?:\\.|[^()\s<\\])*)(?:\s+(?:"[^"\n]*"|'[^'\n]*'))?\s*\)"""
 _NOT_LINK = rf"(?!{_LINK_TAIL})"
 MARKER = re.compile(rf"\[(\d{{1,3}}(?:\s*,\s*\d{{1,3}})*)\]{_NOT_LINK}")
 # Anything that reads as a citation: optional Markdown escapes, ASCII, fullwidth or

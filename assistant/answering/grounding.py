@@ -207,25 +207,36 @@ def mark_sentences(text: str, flagged: Sequence[str]) -> str:
     Sentences are found in the Markdown source, so one may end inside a link's
     destination or a code span ("[2](paid. )"); a mark there would break the
     construct and show its brackets as text. Such a mark goes to the end of the
-    line instead, or of the answer.
+    line instead, or of the paragraph.
     """
-    cursor = 0
+    out, cursor, done = [], 0, 0
     for sentence in flagged:
-        at = text.find(sentence, cursor)
-        if at >= 0:
-            cursor = at + len(sentence)
-            text = _insert_mark(text, cursor)
-    return text
+        at = text.find(sentence, done)
+        if at < 0:
+            continue
+        done = at + len(sentence)
+        where = max(_mark_position(text, done), cursor)
+        out += [text[cursor:where], UNSUPPORTED_MARK]
+        cursor = where
+    return "".join(out) + text[cursor:]
 
 
-def _insert_mark(text: str, at: int) -> str:
-    expected = inline_constructs(text) + inline_constructs(UNSUPPORTED_MARK)
-    line_end = text.find("\n", at)
-    for end in (at, len(text) if line_end < 0 else line_end, len(text)):
-        marked = text[:end] + UNSUPPORTED_MARK + text[end:]
-        if inline_constructs(marked) == expected:
-            return marked
-    return text + UNSUPPORTED_MARK
+def _mark_position(text: str, end: int) -> int:
+    """Return where a mark for the sentence ending at ``end`` keeps every link and code span.
+
+    Inline constructs never cross a blank line, so only that paragraph is parsed.
+    """
+    start = text.rfind("\n\n", 0, end) + 1
+    stop = text.find("\n\n", end)
+    stop = len(text) if stop < 0 else stop
+    block = text[start:stop]
+    expected = inline_constructs(block) + inline_constructs(UNSUPPORTED_MARK)
+    line_end = text.find("\n", end, stop)
+    for where in (end, stop if line_end < 0 else line_end):
+        at = where - start
+        if inline_constructs(block[:at] + UNSUPPORTED_MARK + block[at:]) == expected:
+            return where
+    return stop
 
 
 def _stem_known(name: str, words: AbstractSet[str]) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html as html_module
 import re
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
@@ -116,3 +117,14 @@ def test_a_mark_never_lands_inside_a_link_and_shows_its_brackets() -> None:
     seen = visible_text(answer.text)
     assert "not found in the sources" in seen
     assert SEEN_MARKER.findall(seen) == ["[1]"]
+
+
+@pytest.mark.parametrize("text", ["[1](\\)", "[ 2 ](\\)", "[1][ 2 ](paid. )"])
+def test_splits_that_once_showed_a_marker_citing_nothing(text: str) -> None:
+    """Found by the property above with 20,000 examples: an escaped ")" closes no link,
+    so "[1](\\)" shows "[1]", which must then be a citation."""
+    answer = check_answer("q", neutralise_markdown(text, allowed_hosts=OWN_HOST), PARKING_HITS)
+    cited = {c.number for c in answer.citations}
+    seen = SEEN_MARKER.findall(visible_text(answer.text))
+    assert seen
+    assert all(re.fullmatch(r"\[[12]\]", m) and int(m[1:-1]) in cited for m in seen), seen
