@@ -225,9 +225,8 @@ def test_a_citation_opens_its_passage_in_place_with_a_link_to_the_viewer(
     path = str(marker.get_attribute("title"))
     assert path.startswith("[1] ")
     assert " > " in path
-    marker.click()
+    _open_citation(page, marker)
     pop = page.get_by_role("dialog")
-    pop.wait_for()
     expect(pop.get_by_text(path, exact=True)).to_be_visible()
     expect(pop.locator("blockquote")).to_have_text(re.compile(r"\S"))  # the cited sentence
     viewer = pop.get_by_role("link", name="Open in the document")
@@ -256,7 +255,7 @@ def test_the_viewer_marks_the_whole_sentence_under_a_visible_heading_and_goes_ba
     page = open_page(context)
     page.goto(quick.url, wait_until="load")
     ask_and_wait_saved(page, QUESTIONS[0])
-    page.locator(".message-content a", has_text="[1]").last.click()
+    _open_citation(page, page.locator(".message-content a", has_text="[1]").last)
     with page.expect_popup() as opened:
         page.get_by_role("link", name="Open in the document").click()
     viewer = opened.value
@@ -308,3 +307,27 @@ def test_a_table_wider_than_the_screen_says_it_scrolls(
     else:
         assert not wide
         assert hint.count() == 0
+
+
+# What the page holds when a clicked citation opened no passage: twice in about 40 runs
+# of this file at load 8-11 (phone size) the dialog never came, for a cause not yet seen.
+_CITATION_STATE = """(marker) => ({
+  clicked: marker ? [marker.isConnected, marker.textContent, marker.getAttribute('href')] : null,
+  markers: [...document.querySelectorAll('.message-content a')]
+    .filter(a => /^\\[\\d+\\]$/.test(a.textContent.trim())).length,
+  active: document.activeElement ? document.activeElement.outerHTML.slice(0, 160) : null,
+  pop: Boolean(document.getElementById('citation-pop')),
+  generating: Boolean(document.querySelector('#chat-input .stop-button')),
+  scroll: [window.scrollY, innerHeight],
+})"""
+
+
+def _open_citation(page: Any, marker: Any) -> None:
+    """Click a citation and wait for its passage; if none comes, fail with the page's state."""
+    handle = marker.element_handle()
+    marker.click()
+    try:
+        page.wait_for_selector("#citation-pop", state="visible")
+    except Exception as error:  # Playwright's TimeoutError: reported with the page's state
+        state = page.evaluate(_CITATION_STATE, handle)
+        raise AssertionError(f"no passage opened for the clicked citation: {state}") from error
