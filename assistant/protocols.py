@@ -28,6 +28,7 @@ __all__ = [
     "ChatModel",
     "ChatService",
     "Embedder",
+    "Reader",
     "Searcher",
     "TokenEmbedder",
 ]
@@ -75,6 +76,27 @@ class TokenEmbedder(Embedder, Protocol):
         self, texts: Sequence[str]
     ) -> tuple[npt.NDArray[np.float32], list[TokenVectors]]:
         """Return `embed`'s rows and each text's `TokenVectors`, in input order.
+
+        Raises:
+            EmbeddingError: The model failed.
+        """
+        ...
+
+
+class Reader(Protocol):
+    """Reads a question against passages: how likely each one answers it.
+
+    The offline answerer's understanding: a small cross-encoder trained for policy
+    questions (``assistant.embeddings.reader``), or a fake in tests.
+    """
+
+    @property
+    def identity(self) -> str:
+        """Return a stable name of the model and its file's hash (``reader:NAME:SHA8``)."""
+        ...
+
+    def score(self, question: str, passages: Sequence[str]) -> list[float]:
+        """Return one calibrated probability in [0, 1] per passage, in input order.
 
         Raises:
             EmbeddingError: The model failed.
