@@ -126,6 +126,7 @@ def problems(record: dict[str, object], passages: dict[str, str] | None) -> list
 def main() -> int:
     held_out = eval_questions()
     counts: Counter[tuple[str, str, int]] = Counter()
+    chunks: dict[str, set[str]] = {}
     invalid, dropped, seen = 0, 0, set()
     for path in sorted(DATA.glob("questions-*.jsonl")):
         lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -146,10 +147,12 @@ def main() -> int:
                 print(f"{path.name}:{number}: dropped, near a dev question")
                 continue
             kept.append(line)
+            chunks.setdefault(str(record["corpus"]), set()).add(str(record["chunk_id"]))
             counts[(str(record["corpus"]), str(record["style"]), int(record["label"]))] += 1
         if not invalid and len(kept) != len(lines):
             path.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
     _report(counts, dropped=dropped, invalid=invalid)
+    print("passages: " + ", ".join(f"{k} {len(v)}" for k, v in sorted(chunks.items())))
     return 1 if invalid else 0
 
 
