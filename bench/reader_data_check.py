@@ -21,6 +21,7 @@ Usage, from the repository root::
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import sys
@@ -92,7 +93,9 @@ def eval_questions(folder: Path = EVAL) -> list[tuple[str, ...]]:
     return found
 
 
+@functools.cache
 def _dumped(corpus: str) -> dict[str, str] | None:
+    # Read once per corpus: every record of the corpus is checked against it.
     path = DUMPS / f"passages-{corpus}.jsonl"
     if not path.exists():
         return None

@@ -40,7 +40,7 @@ CORPORA: dict[str, Path] = {
     "sample": ROOT / "data" / "policies",
     "github": ROOT / "data" / "corpora" / "github-site-policy" / "Policies",
     "sourcegraph": ROOT / "data" / "corpora" / "sourcegraph-handbook" / "content",
-    "gitlab": ROOT / "data" / "corpora" / "gitlab-handbook",
+    "gitlab": ROOT / "data" / "corpora" / "gitlab-handbook" / "handbook",
     "gitlab-extra": ROOT / "data" / "training" / "corpora" / "gitlab-extra",
 }
 
