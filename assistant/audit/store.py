@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import sqlite3
+import time
 import urllib.parse
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
@@ -64,17 +65,36 @@ class AuditStore:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             _private(self.path)
-            connection = self._connect()
-            connection.execute("PRAGMA journal_mode=WAL")
-            for statement in _SCHEMA:
-                connection.execute(statement)
-            connection.commit()
+            connection = self._open_initialised()
             for companion in ("-wal", "-shm"):
                 _private(self.path.with_name(self.path.name + companion), create=False)
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(f"cannot open the audit log {self.path}: {exc}") from exc
         with closing(connection):
             yield AuditWriter(connection, self.path)
+
+    def _open_initialised(self) -> sqlite3.Connection:
+        """Connect in WAL mode with the tables made, waiting out a concurrent first open.
+
+        Two processes opening a new file at once contend for the switch to WAL, and
+        SQLite answers that contention "database is locked" at once rather than
+        through its busy timeout; so a busy answer is retried until the timeout.
+        """
+        deadline = time.monotonic() + self._timeout
+        while True:
+            connection = self._connect()
+            try:
+                connection.execute("PRAGMA journal_mode=WAL")
+                for statement in _SCHEMA:
+                    connection.execute(statement)
+                connection.commit()
+            except sqlite3.OperationalError as exc:
+                connection.close()
+                if exc.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.02)
+            else:
+                return connection
 
     def _connect(self) -> sqlite3.Connection:
         connection = sqlite3.connect(self.path, timeout=self._timeout)
