@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
+
+import lemminflect
 
 __all__ = [
     "STOPWORDS",
@@ -13,6 +16,7 @@ __all__ = [
     "quoted_list",
     "sentence_breaks",
     "split_sentences",
+    "topic_words",
     "valid_unicode",
 ]
 
@@ -28,6 +32,29 @@ _STOPWORD_TEXT = """a about above after again all also am an and any are as at b
     these they this those through to too under until up very was we were what when where
     which while who whom why will with would you your yours per"""
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+
+# Words that are never the topic of a question, whatever a dictionary says they
+# may be: pronouns, fillers, time words, verbs of thinking and feeling, degree words.
+# A refusal that names them ("none of the sections mentions “okay” or “next”")
+# explains nothing.
+_NOT_TOPIC_TEXT = """
+    i me my mine myself we us our ours ourselves you your yours yourself he him his she her
+    they them their theirs it its one ones someone somebody something anything everything
+    nothing anyone everyone nobody anybody somewhere anywhere everywhere nowhere
+    okay ok alright yeah yes yep hey hi hello thanks thank please sorry stuff thing things
+    kind sort bit lot lots couple bunch way ways case cases deal matter point fact idea
+    really actually basically honestly literally probably maybe perhaps hopefully just
+    pretty quite rather fairly super totally kinda sorta gonna wanna gotta
+    today tonight tomorrow yesterday now later soon recently lately currently next last
+    week weeks weekend month months year years day days night nights morning evening
+    afternoon time times moment while ago ever never always sometimes often usually
+    think thinking thought wonder wondering guess suppose believe feel feeling felt hope
+    hoping wish want wanting wanted know knowing knew like liking mean sure unsure worried
+    worry okay fine good bad great nice new old big small little much many more most less
+    least other another same different whole certain able
+"""
+_NOT_TOPICS = frozenset(_NOT_TOPIC_TEXT.split())
+_NOUN_TAGS = frozenset({"NOUN", "PROPN"})
 
 # Names written with a digit and a joint: "401(k)", "83(b)", "W-2", "I-9", "K-1",
 # "COVID-19", "24/7", "1:1". Split at the joint they are a number and a letter, and
@@ -126,6 +153,33 @@ def _before_is_abbreviation(text: str, dot: int) -> bool:
     if len(token) == 1 and token.isalpha():
         return True  # an initial or a list letter
     return token in _ABBREVIATIONS
+
+
+def topic_words(words: Sequence[str]) -> tuple[str, ...]:
+    """Return the words of ``words`` that can name a topic, in order.
+
+    A refusal may say which of the question's words no document uses, but only
+    content nouns or words a dictionary does not know ("sabbatical", "crypto",
+    "401k"): never a pronoun, contraction ("I'll"), filler ("okay", "stuff"),
+    time word ("next"), verb of thinking ("thinking") or other word that cannot
+    be a noun ("somewhere").
+    """
+    return tuple(word for word in words if _is_topic(word))
+
+
+@functools.lru_cache(maxsize=8192)
+def _is_topic(word: str) -> bool:
+    lower = word.lower().replace("\u2019", "'")
+    if lower.endswith("'s"):
+        lower = lower[:-2]
+    if not lower or "'" in lower or lower in STOPWORDS or lower in _NOT_TOPICS:
+        return False
+    if not any(c.isalpha() for c in lower):
+        return False
+    if _COMPOUND_HINT.search(word) or any(c.isdigit() for c in lower):
+        return True  # "401(k)", "W-2": names
+    tags = lemminflect.getAllLemmas(lower)
+    return not tags or bool(_NOUN_TAGS & set(tags))
 
 
 def quoted_list(words: Sequence[str]) -> str:

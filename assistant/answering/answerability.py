@@ -58,7 +58,7 @@ from assistant.answering.asking import asked_value, missing_years
 from assistant.answering.ranking import Ranked, key_phrases, matched
 from assistant.answering.units import AnswerUnit
 from assistant.errors import ConfigError
-from assistant.words import WORD, content_words, quoted_list
+from assistant.words import WORD, content_words, quoted_list, topic_words
 
 __all__ = [
     "CALIBRATION_FILE",
@@ -408,8 +408,9 @@ def _reason(
     kind = asked_value(question)
     if signals.value_missing and kind is not None:
         return f"none of the closest sections states {kind.name} for this"
-    if unknown:
-        return f"no passage of the closest sections is about {quoted_list(list(unknown)[:3])}"
+    named = topic_words(unknown)
+    if named:
+        return f"no passage of the closest sections is about {quoted_list(list(named)[:3])}"
     topic = topic_asked(question)
     if signals.topic_missing and topic:
         return f"no section of the policies is about {quoted_list([topic])}"

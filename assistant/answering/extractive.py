@@ -35,7 +35,7 @@ from assistant.answering.units import segment
 from assistant.answering.wholes import whole_fact, whole_table
 from assistant.protocols import Embedder
 from assistant.types import Hit
-from assistant.words import STOPWORDS, WORD, content_words, quoted_list
+from assistant.words import STOPWORDS, WORD, content_words, quoted_list, topic_words
 
 __all__ = [
     "EXTRACTIVE_LABEL",
@@ -123,11 +123,12 @@ class Draft:
     def text(self) -> str:
         """Return the answer as shown: label, optional note, then the quoted passages."""
         parts = [EXTRACTIVE_LABEL]
-        if self.unknown_words:
-            plural = "s" if len(self.unknown_words) > 1 else ""
+        named = topic_words(self.unknown_words)
+        if named:
+            plural = "s" if len(named) > 1 else ""
             parts.append(
                 f"Note: the policy documents never use the word{plural} "
-                f"{quoted_list(self.unknown_words[:3])}, so these passages may not answer "
+                f"{quoted_list(named[:3])}, so these passages may not answer "
                 "the question."
             )
         if not self.covered:

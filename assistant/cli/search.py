@@ -40,7 +40,7 @@ from assistant.errors import AssistantError, ConfigError
 from assistant.protocols import Embedder, Searcher
 from assistant.session.stack import open_searcher, shared_embedder
 from assistant.types import HEADING_SEPARATOR, SearchFilters, SearchResult
-from assistant.words import is_valid_unicode, quoted_list
+from assistant.words import is_valid_unicode, quoted_list, topic_words
 
 __all__ = [
     "EXIT_FAILED",
@@ -334,6 +334,7 @@ def format_result(result: SearchResult, *, min_score: float) -> str:
         lines.append(f"{hit.rank}. {hit.score:.3f}  {source}{page}{flag}")
         lines.append(f"   {printable(breadcrumb, inline=True)}")
         lines.append(f"   {snippet}")
-    if result.unknown_words:
-        lines.append(f"No indexed document uses {quoted_list(result.unknown_words)}.")
+    named = topic_words(result.unknown_words)
+    if named:
+        lines.append(f"No indexed document uses {quoted_list(named)}.")
     return "\n".join(lines)

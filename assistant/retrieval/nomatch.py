@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from assistant.retrieval.lexical import tokenize
-from assistant.words import quoted_list
+from assistant.words import quoted_list, topic_words
 
 __all__ = [
     "COVERAGE_HITS",
@@ -85,12 +85,15 @@ class NoMatchVerdict:
             f"and cosine < {min_cosine:.2f}, or score < {min_score:.3f})"
         )
 
-    def reason(self, *, question: str, min_score: float) -> str:
+    def reason(self, *, question: str, min_score: float, unknown: Sequence[str] = ()) -> str:
         """Say why there is no good match, in words a user reads ("" when there is one).
 
         Args:
-            question: The question searched, to name its missing words as typed.
+            question: The question searched.
             min_score: The relevance floor in force.
+            unknown: The question's words that no indexed document uses, as typed:
+                only those of them that can name a topic are named (a word
+                another document uses, or "okay", explains nothing).
         """
         if not self.no_good_match:
             return ""
@@ -98,7 +101,7 @@ class NoMatchVerdict:
             return "nothing in the index matched"
         if self.best_score < min_score:
             return f"the best match scores {self.best_score:.2f}, under the floor {min_score:.2f}"
-        words = question_words(question, self.missing)[:3]
+        words = topic_words(unknown)[:3]
         if not words:
             return "the closest sections cover too little of the question"
         meaning = "" if self.top_cosine is None else ", and none is close in meaning"

@@ -337,13 +337,16 @@ class Retriever:
             len(run.chunks),
         )
         question = run.question
+        unknown = unknown_words(question, verdict.missing, run.readable.document_frequency)
         return SearchResult(
             query=question,
             hits=tuple(run.hits),
             no_good_match=verdict.no_good_match,
             trace=tuple(run.trace),
-            no_match_reason=verdict.reason(question=question, min_score=self.settings.min_score),
-            unknown_words=unknown_words(question, verdict.missing, run.readable.document_frequency),
+            no_match_reason=verdict.reason(
+                question=question, min_score=self.settings.min_score, unknown=unknown
+            ),
+            unknown_words=unknown,
         )
 
     def _verdict(self, run: _Run) -> NoMatchVerdict:

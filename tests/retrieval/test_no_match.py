@@ -12,6 +12,7 @@ from assistant.retrieval.nomatch import (
     term_coverage,
 )
 from assistant.types import IndexSnapshot
+from assistant.words import topic_words
 from tests.support.retrieval_helpers import (
     FakeEmbedder,
     make_retriever,
@@ -190,3 +191,36 @@ def test_thresholds_come_from_the_environment_and_are_validated() -> None:
     assert (settings.retrieval.min_coverage, settings.retrieval.min_cosine) == (0.2, 0.45)
     with pytest.raises(ConfigError, match=r"min_cosine must be in \[0, 1\], got 1.5"):
         RetrievalSettings(min_cosine=1.5)
+
+
+# Words a refusal named on real handbooks although they are no topic (issue 41).
+NOT_TOPICS = ("I'll", "next", "okay", "stuff", "thinking", "somewhere", "couple", "I\u2019m")
+
+
+def test_a_refusal_names_only_the_topic_of_an_everyday_question(
+    snapshot: IndexSnapshot, embedder: FakeEmbedder
+) -> None:
+    question = "My cat died last night and I'm really not okay. I'll be thinking of stuff, next?"
+    result = make_retriever(snapshot, embedder).search(question)
+    assert result.no_good_match
+    assert result.no_match_reason.startswith("none of the closest sections mentions “cat”")
+    for word in NOT_TOPICS:
+        assert f"“{word}”" not in result.no_match_reason
+
+
+def test_a_refusal_without_a_nameable_word_names_none(
+    snapshot: IndexSnapshot, embedder: FakeEmbedder
+) -> None:
+    result = make_retriever(snapshot, embedder).search("okay so I'll somewhere stuff next couple?")
+    assert result.no_good_match
+    assert "“" not in result.no_match_reason
+
+
+def test_topic_words_keep_nouns_and_names_and_drop_the_rest() -> None:
+    kept = topic_words(["sabbatical", "crypto", "401(k)", "W-2", "tuition", "inbox", *NOT_TOPICS])
+    assert kept == ("sabbatical", "crypto", "401(k)", "W-2", "tuition", "inbox")
+
+
+@given(st.lists(st.sampled_from((*NOT_TOPICS, "day", "thinks", "wondering", "really", "we're"))))
+def test_no_filler_or_contraction_is_ever_a_topic(words: list[str]) -> None:
+    assert topic_words(words) == ()
