@@ -267,16 +267,24 @@ def rates(scores: Array, y: Array, threshold: float) -> tuple[float, float]:
     return float(refused[y == 0].mean()), float(refused[y == 1].mean())
 
 
-def report(rows: Sequence[Row], names: Sequence[str], max_refused: float) -> dict[str, object]:
-    """Print the grouped-CV ROC table; return the final model fitted on every row."""
+def report(
+    rows: Sequence[Row], names: Sequence[str], max_refused: float, max_hedged: float = 0.0
+) -> dict[str, object]:
+    """Print the grouped-CV ROC table; return the final model fitted on every row.
+
+    The hedge band: under ``hedge`` the answer is refused (at most ``max_refused``
+    of each set's answerable questions), from there to ``threshold`` the closest
+    passage is quoted with a hedge (at most ``max_hedged`` more).
+    """
     x = np.asarray([r.signals.vector(names) for r in rows], dtype=np.float64)
     y = np.asarray([r.answerable for r in rows], dtype=np.float64)
     groups = [r.group for r in rows]
     signs = np.asarray([DIRECTIONS[n] for n in names], dtype=np.float64)
     scores = out_of_fold(x, y, mixed_folds(groups, y), signs)
     unseen = out_of_fold(x, y, set_folds(groups), signs)
-    threshold = operating_point(scores, y, max_refused, groups)
-    print(f"model over {', '.join(names)}; operating point p >= {threshold:.3f}")
+    hedge = operating_point(scores, y, max_refused, groups)
+    threshold = operating_point(scores, y, max_refused + max_hedged, groups)
+    print(f"model over {', '.join(names)}; hedge p >= {hedge:.3f}, answer p >= {threshold:.3f}")
     print(
         "| set | answerable | unanswerable | 5-fold AUC | flagged | refused "
         "| set held out: AUC | flagged | refused |"
@@ -306,6 +314,7 @@ def report(rows: Sequence[Row], names: Sequence[str], max_refused: float) -> dic
         "weights": [round(float(v), 6) for v in w],
         "bias": round(b, 6),
         "threshold": round(threshold, 6),
+        "hedge": round(hedge, 6),
     }
 
 
@@ -335,6 +344,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--set", action="append", required=True, type=parse_set)
     parser.add_argument("--cache", type=Path, default=Path("/tmp/answerability-cache"))
     parser.add_argument("--max-refused", type=float, default=0.04)
+    parser.add_argument(
+        "--max-hedged", type=float, default=0.0, help="share of answerable questions hedged"
+    )
     parser.add_argument("--write", action="store_true")
     parser.add_argument(
         "--timing", type=int, default=0, help="time the first N questions of each set, then exit"
@@ -353,14 +365,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     single_signal_auc(rows)
     shipped = tuple(args.signals.split(","))
     report(rows, SIGNAL_NAMES, args.max_refused)
+    limits = (args.max_refused, args.max_hedged)
     fitted = {
-        "with_meaning": report(
-            rows, tuple(n for n in shipped if n not in TOKEN_SIGNALS), args.max_refused
-        ),
-        "words_only": report(rows, tuple(n for n in shipped if n in WORDS_ONLY), args.max_refused),
+        "with_meaning": report(rows, tuple(n for n in shipped if n not in TOKEN_SIGNALS), *limits),
+        "words_only": report(rows, tuple(n for n in shipped if n in WORDS_ONLY), *limits),
     }
     if TOKEN_SIGNALS & set(shipped):
-        fitted["with_tokens"] = report(rows, shipped, args.max_refused)
+        fitted["with_tokens"] = report(rows, shipped, *limits)
     if args.write:
         fitted["fitted_on"] = sorted({r.group for r in rows})  # type: ignore[assignment]
         CALIBRATION_FILE.write_text(json.dumps(fitted, indent=1) + "\n", encoding="utf-8")

@@ -67,6 +67,7 @@ __all__ = [
     "WORDS_ONLY",
     "Calibration",
     "Decision",
+    "Model",
     "Signals",
     "decide",
     "load_calibration",
@@ -157,6 +158,13 @@ class Model:
     weights: tuple[float, ...]
     bias: float
     threshold: float
+    # From here to ``threshold`` the decision is unsure: the closest passage is
+    # quoted with a hedge. Equal to ``threshold`` when no band was fitted.
+    hedge: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.hedge > self.threshold:
+            object.__setattr__(self, "hedge", self.threshold)
 
     def probability(self, signals: Signals) -> float:
         """Return the fitted probability that the passages answer the question."""
@@ -185,12 +193,18 @@ class Calibration:
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """The verdict, its fitted probability, the signals behind it, and a reason a user reads."""
+    """The verdict, its fitted probability, the signals behind it, and a reason a user reads.
+
+    ``hedged``: not covered, but close: the probability lies in the fitted band
+    under the threshold, and no decisive check (a missing year, topic or added
+    constraint) refused it, so the closest passage may be quoted with a hedge.
+    """
 
     covered: bool
     probability: float
     signals: Signals
     reason: str = ""
+    hedged: bool = False
 
 
 def measure(
@@ -258,24 +272,42 @@ def decide(
     # Without the meaning signal, a unit sharing no topic word has no evidence at all.
     evidence = with_meaning or signals.focus > 0
     covered = evidence and probability >= model.threshold
+    close = evidence and not covered and probability >= model.hedge
     reason = "" if covered else _reason(question, signals, ranked, unknown)
+    decisive = _decisive(question, signals, ranked, unknown, added) if covered or close else ""
+    if decisive:
+        covered, close, reason = False, False, decisive
+    logger.debug(
+        "answerability %.3f (hedge %.3f, threshold %.3f): %s",
+        probability,
+        model.hedge,
+        model.threshold,
+        signals,
+    )
+    return Decision(covered, probability, signals, reason, hedged=close)
+
+
+def _decisive(
+    question: str,
+    signals: Signals,
+    ranked: Sequence[Ranked],
+    unknown: Sequence[str],
+    added: Sequence[str],
+) -> str:
+    """Return why the passages cannot answer whatever the fitted probability, or ""."""
     absent = _absent(added, ranked)
-    if covered and absent:
-        covered = False
-        reason = f"no passage of the closest sections mentions {quoted_list(absent)} for this"
+    if absent:
+        return f"no passage of the closest sections mentions {quoted_list(absent)} for this"
     asked_years = missing_years(_asking_clause(question), (r.text for r in ranked))
-    if covered and asked_years:
+    if asked_years:
         # "What dividend did the Sacco pay in 2019?" is not answered by 2024's;
         # a year in a clause that only sets the scene ("I joined in 2023, how
         # long ...") is left to the fitted signal.
-        covered = False
-        reason = f"none of the closest sections mentions {quoted_list(list(asked_years))}"
-    if covered and signals.topic_missing:
+        return f"none of the closest sections mentions {quoted_list(list(asked_years))}"
+    if signals.topic_missing:
         # The question asks whether such a section exists, and none does.
-        covered = False
-        reason = _reason(question, signals, ranked, unknown)
-    logger.debug("answerability %.3f (threshold %.3f): %s", probability, model.threshold, signals)
-    return Decision(covered, probability, signals, reason)
+        return _reason(question, signals, ranked, unknown)
+    return ""
 
 
 def topic_asked(question: str) -> str:
@@ -449,6 +481,9 @@ def _model(data: dict[str, object]) -> Model:
     bias, threshold = data["bias"], data["threshold"]
     if not isinstance(bias, int | float) or not isinstance(threshold, int | float):
         raise TypeError("bias and threshold must be numbers")
+    hedge = data.get("hedge", threshold)
+    if not isinstance(hedge, int | float):
+        raise TypeError("hedge must be a number")
     return Model(
         tuple(str(n) for n in names),
         floats("means"),
@@ -456,4 +491,5 @@ def _model(data: dict[str, object]) -> Model:
         floats("weights"),
         float(bias),
         float(threshold),
+        float(hedge),
     )

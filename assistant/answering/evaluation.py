@@ -14,9 +14,12 @@ and whitespace folded:
 - *words*: its length in words;
 - *refused*: it says the documents do not cover the question (mode
   ``no good match``, or a not-covered statement at its start). A refused
-  answer scores no phrase, figure or citation.
+  answer scores no phrase, figure or citation;
+- *hedged*: it quotes the closest passage under the offline hedge ("The
+  policies may not answer this exactly"); it is scored as an answer.
 
-Unanswerable questions should be refused; answerable ones should not.
+Unanswerable questions should be refused or hedged (*unanswerable caught*);
+answerable ones should be neither.
 
 The *oracle* answerer (`assistant.answering.oracle`) asks the same service with a
 perfect loopback model configured and adds, per kind and overall: *reached* (a
@@ -79,7 +82,9 @@ METRICS = (
     ("cited_gold_file", "cited gold file"),
     ("median_words", "median words"),
     ("refused_answerable", "refused answerable"),
+    ("hedged_answerable", "hedged answerable"),
     ("unanswerable_flagged", "unanswerable flagged"),
+    ("unanswerable_caught", "unanswerable flagged or hedged"),
 )
 # The oracle's own figures (key, label); "unanswerable_flagged" is also in METRICS.
 ORACLE_METRICS = (
@@ -115,6 +120,7 @@ _NOT_COVERED = re.compile(
     r"|\bnot\s+covered\s+(?:by|in)\b|\bno\s+passage\b|\bno\s+information\b"
 )
 _LEAD_CHARS = 300
+_HEDGED = re.compile(r"\bmay not answer this exactly\b")
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +163,7 @@ class AnswerOutcome:
     refused: bool
     gold_top5: bool
     oracle: OracleTrace | None = None
+    hedged: bool = False
 
     @property
     def answerable(self) -> bool:
@@ -171,7 +178,7 @@ class AnswerOutcome:
     def failures(self) -> tuple[str, ...]:
         """Return the names of the checks this answer failed (none when it passed)."""
         if not self.answerable:
-            return () if self.refused else ("not flagged",)
+            return () if self.refused or self.hedged else ("not flagged",)
         failed = [
             name
             for name, ok in (
@@ -221,6 +228,7 @@ class AnswerReport:
             out["cited_gold_file"] = _rate(o.cited_gold_file for o in answerable)
             out["median_words"] = float(statistics.median(o.words for o in answerable))
             out["refused_answerable"] = _rate(o.refused for o in answerable)
+            out["hedged_answerable"] = _rate(o.hedged for o in answerable)
         if retrieved:
             out["gold_phrase_top5"] = _rate(o.gold_phrase for o in retrieved)
         if with_figures:
@@ -228,6 +236,7 @@ class AnswerReport:
         unanswerable = [o for o in chosen if not o.answerable]
         if unanswerable:
             out["unanswerable_flagged"] = _rate(o.refused for o in unanswerable)
+            out["unanswerable_caught"] = _rate(o.refused or o.hedged for o in unanswerable)
         return out | self.oracle_figures(kind)
 
     def oracle_figures(self, kind: str | None = None) -> dict[str, float]:
@@ -322,6 +331,7 @@ def score_answer(
         words=word_count(given.text),
         refused=refused,
         gold_top5=any(g.found_in(h) for g in question.gold for h in hits[:TOP_SECTIONS]),
+        hedged=not refused and bool(_HEDGED.search(shown[:_LEAD_CHARS])),
     )
 
 

@@ -39,6 +39,7 @@ from assistant.words import STOPWORDS, WORD, content_words, quoted_list, topic_w
 
 __all__ = [
     "EXTRACTIVE_LABEL",
+    "HEDGE",
     "NOTHING_FOUND",
     "Draft",
     "Passage",
@@ -54,6 +55,9 @@ EXTRACTIVE_LABEL = "Extracted passages (no language model configured):"
 NOTHING_FOUND = (
     "No passage of the retrieved sections matches the question's words; see the sources below."
 )
+# The unsure answer: the decision found the closest passage close, not sure.
+HEDGE = "The policies may not answer this exactly. The closest passage says:"
+_HEDGED_PASSAGES = 1
 _DELTA = re.compile(r"\S+\s*|\s+")
 # Irregular forms whose stem shares too little with the word the documents use.
 _IRREGULAR = {
@@ -110,7 +114,8 @@ class Draft:
 
     ``passages`` are best first; ``covered`` is false when no unit of the
     sources addresses the question, and then ``reason`` says why in words a
-    user reads.
+    user reads. ``hedged``: not covered, but the closest passage is close
+    enough to quote under a hedge (`HEDGE`).
     """
 
     passages: tuple[Passage, ...]
@@ -118,6 +123,12 @@ class Draft:
     reason: str = ""
     unknown_words: tuple[str, ...] = ()
     decision: Decision | None = None
+    hedged: bool = False
+
+    @property
+    def answered(self) -> bool:
+        """Return whether the draft quotes passages: covered, or hedged."""
+        return bool(self.passages) and (self.covered or self.hedged)
 
     @property
     def text(self) -> str:
@@ -131,8 +142,10 @@ class Draft:
                 f"{quoted_list(named[:3])}, so these passages may not answer "
                 "the question."
             )
-        if not self.covered:
+        if not self.answered:
             return "\n\n".join([EXTRACTIVE_LABEL, NOTHING_FOUND])
+        if not self.covered:
+            parts.append(HEDGE)
         for passage in self.passages:
             # The document's own "[2]" must not read, or count, as a citation of source 2.
             text = defuse_markers(passage.text)
@@ -195,7 +208,11 @@ def draft_extractive(
     covered = decision.covered
     candidates = _candidates(sources)
     quoted = own_rules_first(question, ranked, weights.regional)
-    passages = _passages(question, choose(quoted, weights=weights), candidates) if covered else ()
+    passages: tuple[Passage, ...] = ()
+    if covered or decision.hedged:
+        passages = _passages(question, choose(quoted, weights=weights), candidates)
+    if not covered:
+        passages = passages[:_HEDGED_PASSAGES]
     logger.debug(
         "offline draft: %s, p(answers) %.2f",
         "covered" if covered else f"not covered ({decision.reason})",
@@ -209,6 +226,7 @@ def draft_extractive(
         reason=decision.reason,
         unknown_words=() if covered else unknown,
         decision=decision,
+        hedged=decision.hedged and bool(passages),
     )
 
 

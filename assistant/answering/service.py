@@ -390,7 +390,7 @@ class Assistant:
             retrieval_matched=not result.no_good_match,
             added=added,
         )
-        if draft.covered:
+        if draft.covered or draft.hedged:
             answered = replace(result, no_good_match=False, no_match_reason="")
             return _drafted(draft), "extractive", prompt, answered
         reason = result.no_match_reason or draft.reason

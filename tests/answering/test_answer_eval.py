@@ -280,3 +280,19 @@ def test_answer_options_need_answers(tmp_path: Path, extra: list[str], message: 
     ran = run_cli(["eval", str(write_questions(tmp_path / "q.jsonl")), *extra])
     assert ran.code == 2
     assert message in ran.err
+
+
+def test_a_hedged_answer_is_scored_as_an_answer_and_catches_an_unanswerable_question() -> None:
+    hedged = GivenAnswer(
+        "Extracted passages (no language model configured):\n\nThe policies may not answer "
+        "this exactly. The closest passage says:\n\n> Staff get 25 days. [1]",
+        "extractive",
+        (),
+    )
+    unanswerable = EvalQuestion("u1", "How many days on Mars?", "unanswerable", ())
+    outcome = score_answer(unanswerable, hedged, hits=())
+    assert outcome.hedged
+    assert not outcome.refused
+    assert outcome.failures() == ()
+    figures = AnswerReport("assistant", (outcome,)).figures()
+    assert (figures["unanswerable_flagged"], figures["unanswerable_caught"]) == (0.0, 1.0)

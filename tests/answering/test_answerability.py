@@ -10,6 +10,8 @@ import pytest
 
 from assistant.answering.answerability import (
     CALIBRATION_FILE,
+    Calibration,
+    Model,
     decide,
     load_calibration,
     measure,
@@ -116,3 +118,53 @@ def test_the_shipped_calibration_loads_and_names_only_known_signals() -> None:
     assert "cosine" in model.names
     assert 0.0 < model.threshold < 1.0
     assert len(model.weights) == len(model.names) == len(model.means)
+
+
+def _fixed(threshold: float, hedge: float) -> Calibration:
+    """A calibration whose every model says p = 0.5, whatever the signals."""
+    model = Model(("focus",), (0.0,), (1.0,), (0.0,), 0.0, threshold, hedge)
+    return Calibration(with_meaning=model, words_only=model)
+
+
+@pytest.mark.parametrize(
+    ("threshold", "hedge", "covered", "hedged"),
+    [(0.4, 0.3, True, False), (0.6, 0.4, False, True), (0.6, 0.55, False, False)],
+)
+def test_an_unsure_decision_hedges_inside_the_fitted_band_only(
+    threshold: float, hedge: float, covered: bool, hedged: bool
+) -> None:
+    question = "Will the Sacco pay my phone bill?"
+    ranked = _ranked(question, UNITS)
+    decision = decide(
+        question,
+        ranked,
+        focus_words(question),
+        (),
+        doubted=False,
+        with_meaning=False,
+        calibration=_fixed(threshold, hedge),
+    )
+    assert (decision.covered, decision.hedged) == (covered, hedged)
+
+
+def test_a_decisive_check_refuses_without_a_hedge() -> None:
+    question = "Do staff get stock options?"
+    units = [("Each member chooses how to receive their dividend.", ("Payment Options",))]
+    ranked = _ranked(question, units)
+    decision = decide(
+        question,
+        ranked,
+        focus_words(question),
+        (),
+        doubted=False,
+        with_meaning=False,
+        calibration=_fixed(0.4, 0.1),
+    )
+    assert not decision.covered
+    assert not decision.hedged
+    assert "“stock options”" in decision.reason
+
+
+def test_a_calibration_without_a_band_never_hedges() -> None:
+    model = load_calibration(CALIBRATION_FILE).with_meaning
+    assert model.hedge <= model.threshold

@@ -13,7 +13,10 @@ import numpy.typing as npt
 from assistant.answering.citations import check_answer
 from assistant.answering.extractive import (
     EXTRACTIVE_LABEL,
+    HEDGE,
     NOTHING_FOUND,
+    Draft,
+    Passage,
     draft_extractive,
     extract_passages,
     relevant_unknown_words,
@@ -339,3 +342,15 @@ def test_a_question_the_document_asks_is_not_the_answer() -> None:
         embedder=ConceptEmbedder(),
     )
     assert draft.passages[0].text.startswith("We disclose user data to law enforcement only")
+
+
+def test_a_hedged_draft_quotes_the_closest_passage_under_the_hedge() -> None:
+    passage = Passage(1, "Full-time members receive 25 days of annual leave per year.", 0.5, 0)
+    text = Draft((passage,), covered=False, hedged=True).text
+    assert text.split("\n\n")[:3] == [
+        EXTRACTIVE_LABEL,
+        HEDGE,
+        "> Full-time members receive 25 days of annual leave per year. [1]",
+    ]
+    # Neither covered nor hedged: the refusal, whatever passages were drafted.
+    assert NOTHING_FOUND in Draft((passage,), covered=False).text
