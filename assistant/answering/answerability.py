@@ -41,6 +41,9 @@ Signals (`Signals`), each in [0, 1] or a count:
   any form (retrieval's unknown words after inflections);
 - ``margin``: the best unit's score minus the next one's;
 - ``doubted``: retrieval itself judged its hits no good match;
+- ``reader``: the reader's best probability that one of the first retrieved
+  passages answers the question (``assistant.embeddings.reader``; 0 without it);
+- ``reader_unit``: the same for the three best answer units under their headings.
 """
 
 from __future__ import annotations
@@ -63,6 +66,7 @@ from assistant.words import WORD, content_words, quoted_list, topic_words
 __all__ = [
     "CALIBRATION_FILE",
     "DIRECTIONS",
+    "READER_SIGNALS",
     "SIGNAL_NAMES",
     "WORDS_ONLY",
     "Calibration",
@@ -123,6 +127,8 @@ class Signals:
     margin: float
     doubted: float
     together: float = 1.0
+    reader: float = 0.0
+    reader_unit: float = 0.0
 
     def vector(self, names: Sequence[str]) -> list[float]:
         """Return the named signals in order."""
@@ -144,8 +150,11 @@ DIRECTIONS = {
     "margin": 1,
     "doubted": -1,
     "together": 1,
+    "reader": 1,
+    "reader_unit": 1,
 }
-WORDS_ONLY = tuple(n for n in SIGNAL_NAMES if n not in {"cosine", "late"})
+READER_SIGNALS = frozenset({"reader", "reader_unit"})
+WORDS_ONLY = tuple(n for n in SIGNAL_NAMES if n not in {"cosine", "late"} | READER_SIGNALS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,12 +192,14 @@ class Calibration:
 
     ``with_tokens`` serves the packaged embedder, which returns the word-piece
     vectors of the same model run; ``with_meaning`` an embedder that returns
-    pooled vectors only (a remote one); ``words_only`` no embedder at all.
+    pooled vectors only (a remote one); ``words_only`` no embedder at all;
+    ``with_reader`` the packaged embedder with the reader.
     """
 
     with_meaning: Model
     words_only: Model
     with_tokens: Model | None = None
+    with_reader: Model | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,8 +225,12 @@ def measure(
     unknown: Sequence[str],
     *,
     doubted: bool,
+    passages_read: Sequence[float] = (),
 ) -> Signals:
-    """Return the signals of ``ranked`` (best first) for ``question``."""
+    """Return the signals of ``ranked`` (best first) for ``question``.
+
+    ``passages_read``: the reader's probabilities of the first retrieved passages.
+    """
     top = ranked[:_JOINT_UNITS]
     found = set().union(*(r.found for r in top)) if top else set()
     unknown_words = content_words(" ".join(unknown))
@@ -239,6 +254,8 @@ def measure(
         margin=scores[0] - scores[1] if len(scores) == 2 else (scores[0] if scores else 0.0),
         doubted=float(doubted),
         together=_together_share(question, top, focus),
+        reader=max(passages_read, default=0.0),
+        reader_unit=max((r.reader for r in top), default=0.0),
     )
 
 
@@ -253,24 +270,32 @@ def decide(
     with_tokens: bool = False,
     added: Sequence[str] = (),
     calibration: Calibration | None = None,
+    passages_read: Sequence[float] | None = None,
 ) -> Decision:
     """Decide whether ``ranked`` answers ``question``, with the fitted model.
 
     ``with_tokens``: the ranking measured the word-piece signal (``late``).
     ``added`` are the words a follow-up adds to the earlier topic ("interns");
     when no candidate unit names one of them, the passages answer the earlier
-    question, not this one.
+    question, not this one. ``passages_read``: the reader's probabilities of the
+    first retrieved passages (None without a reader); the reader's model decides then.
     """
-    signals = measure(question, ranked, focus, unknown, doubted=doubted)
+    signals = measure(
+        question, ranked, focus, unknown, doubted=doubted, passages_read=passages_read or ()
+    )
     if not ranked:
         return Decision(False, 0.0, signals, "the closest sections have no passage to quote")
     calibration = calibration or load_calibration()
     model = calibration.with_meaning if with_meaning else calibration.words_only
     if with_meaning and with_tokens and calibration.with_tokens is not None:
         model = calibration.with_tokens
+    reading = calibration.with_reader if passages_read is not None else None
+    if reading is not None and (with_meaning or not {"cosine", "late"} & set(reading.names)):
+        model = reading
+    read = model is reading
     probability = model.probability(signals)
     # Without the meaning signal, a unit sharing no topic word has no evidence at all.
-    evidence = with_meaning or signals.focus > 0
+    evidence = with_meaning or read or signals.focus > 0
     covered = evidence and probability >= model.threshold
     close = evidence and not covered and probability >= model.hedge
     reason = "" if covered else _reason(question, signals, ranked, unknown)
@@ -458,11 +483,12 @@ def load_calibration(path: Path = CALIBRATION_FILE) -> Calibration:
     """
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        tokens = data.get("with_tokens")
+        tokens, reader = data.get("with_tokens"), data.get("with_reader")
         return Calibration(
             _model(data["with_meaning"]),
             _model(data["words_only"]),
             _model(tokens) if tokens is not None else None,
+            _model(reader) if reader is not None else None,
         )
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"cannot read the answerability weights {path}: {exc}") from exc

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from assistant.answering.answerability import Decision, decide, load_calibration
+from assistant.answering.answerability import Calibration, Decision, decide, load_calibration
 from assistant.answering.asking import ASKING_WORDS
 from assistant.answering.citations import defuse_markers
 from assistant.answering.ranking import (
@@ -33,7 +33,7 @@ from assistant.answering.ranking import (
 from assistant.answering.regions import own_rules_first
 from assistant.answering.units import segment
 from assistant.answering.wholes import whole_fact, whole_table
-from assistant.protocols import Embedder
+from assistant.protocols import Embedder, Reader
 from assistant.types import Hit
 from assistant.words import STOPWORDS, WORD, content_words, quoted_list, topic_words
 
@@ -58,6 +58,8 @@ NOTHING_FOUND = (
 # The unsure answer: the decision found the closest passage close, not sure.
 HEDGE = "The policies may not answer this exactly. The closest passage says:"
 _HEDGED_PASSAGES = 1
+# The retrieved passages the reader reads for the decision.
+_READ_PASSAGES = 5
 _DELTA = re.compile(r"\S+\s*|\s+")
 # Irregular forms whose stem shares too little with the word the documents use.
 _IRREGULAR = {
@@ -167,6 +169,8 @@ def draft_extractive(
     retrieval_matched: bool = True,
     weights: Weights = DEFAULT_WEIGHTS,
     added: Sequence[str] = (),
+    reader: Reader | None = None,
+    calibration: Calibration | None = None,
 ) -> Draft:
     """Rank the units of ``sources`` for ``question`` and decide whether they answer it.
 
@@ -182,11 +186,16 @@ def draft_extractive(
         weights: The ranking's weights.
         added: What a follow-up adds to the earlier topic ("interns"); a draft
             no candidate unit of which names it is not covered.
+        reader: Reads the question against the first sources and the candidate
+            units (two calls); its probabilities become signals of the decision
+            and, by ``weights.reader``, of the ranking.
+        calibration: The fitted decision (default: the shipped one).
     """
     unknown = relevant_unknown_words(unknown_words, sources)
     # Word-piece vectors come from the same model run as the pooled ones; they
     # are asked for only when the fitted decision reads a signal of them.
-    tokens = has_token_vectors(embedder) and load_calibration().with_tokens is not None
+    calibration = calibration or load_calibration()
+    tokens = has_token_vectors(embedder) and calibration.with_tokens is not None
     ranked = rank_units(
         question,
         _candidates(sources),
@@ -194,7 +203,11 @@ def draft_extractive(
         unknown_words=unknown,
         weights=weights,
         token_level=tokens,
+        reader=reader,
     )
+    read = None
+    if reader is not None and sources:
+        read = reader.score(question, [hit.chunk.text for hit in sources[:_READ_PASSAGES]])
     decision = decide(
         question,
         ranked,
@@ -204,6 +217,8 @@ def draft_extractive(
         with_meaning=embedder is not None,
         with_tokens=tokens,
         added=added,
+        passages_read=read,
+        calibration=calibration,
     )
     covered = decision.covered
     candidates = _candidates(sources)

@@ -41,7 +41,7 @@ from assistant.answering.asking import (
     wanted_value,
 )
 from assistant.answering.units import AnswerUnit
-from assistant.protocols import Embedder, TokenEmbedder
+from assistant.protocols import Embedder, Reader, TokenEmbedder
 from assistant.types import TokenVectors
 from assistant.words import WORD, content_words
 
@@ -57,6 +57,8 @@ __all__ = [
     "late_interaction",
     "matched",
     "rank_units",
+    "reader_scores",
+    "reader_text",
     "weakest_word",
 ]
 
@@ -118,6 +120,8 @@ class Weights:
     # A rule of some place (a country's, a state's, "US-based teammates") the question
     # does not name is quoted after the organisation's own (`assistant.answering.regions`).
     regional: float = 0.1
+    # The reader's probability that the unit (under its headings) answers the question.
+    reader: float = 0.0
 
 
 DEFAULT_WEIGHTS = Weights()
@@ -150,6 +154,8 @@ class Ranked:
     # The question's least-matched topic word: its pieces' best cosine to the
     # unit's pieces (1 without word-piece vectors, which then says nothing).
     weakest: float = 1.0
+    # The reader's probability that the unit answers the question (0 without a reader).
+    reader: float = 0.0
 
     @property
     def text(self) -> str:
@@ -204,6 +210,7 @@ def rank_units(
     unknown_words: Sequence[str] = (),
     weights: Weights = DEFAULT_WEIGHTS,
     token_level: bool = False,
+    reader: Reader | None = None,
 ) -> list[Ranked]:
     """Return ``candidates`` scored for ``question``, best first.
 
@@ -215,7 +222,8 @@ def rank_units(
     Only the best ``_MAX_CANDIDATES`` by words, place and rank are embedded,
     so one question costs one embedding call of bounded size. Words no indexed
     chunk contains (``unknown_words``) no unit can match; they are left out of
-    the word shares (the answer names them in a note instead).
+    the word shares (the answer names them in a note instead). With a
+    ``reader``, the same units are also read against the question (one call).
     """
     wanted = focus_words(question, unknown_words)
     kind = wanted_value(question)
@@ -243,6 +251,7 @@ def rank_units(
         embedder,
         token_level=token_level or weights.late > 0,
     )
+    read = reader_scores(question, [s[0].unit for s in prior], reader)
     phrases = key_phrases(question, wanted)
     part_words = [focus_words(p, unknown_words) & wanted for p in parts]
     part_kinds = [asked_value(p) for p in parts]
@@ -250,7 +259,8 @@ def rank_units(
     ranked = [
         Ranked(
             candidate,
-            _score(weights, candidate, (cosine, words, place, figure, late[i]), phrases),
+            _score(weights, candidate, (cosine, words, place, figure, late[i]), phrases)
+            + weights.reader * read[i],
             cosine,
             words,
             place,
@@ -264,6 +274,7 @@ def rank_units(
             ),
             late[i],
             weakest[i],
+            read[i],
         )
         for i, ((candidate, words, place, figure, found), cosine) in enumerate(
             zip(prior, cosines, strict=True)
@@ -411,6 +422,19 @@ def _same_stem(a: str, b: str) -> bool:
             break
         prefix += 1
     return prefix >= _MIN_SHARED
+
+
+def reader_scores(question: str, units: Sequence[AnswerUnit], reader: Reader | None) -> list[float]:
+    """Return the reader's probability that each unit, under its headings, answers ``question``."""
+    if reader is None or not units:
+        return [0.0] * len(units)
+    return reader.score(question, [reader_text(u.text, u.headings, u.context) for u in units])
+
+
+def reader_text(text: str, headings: Sequence[str], context: str = "") -> str:
+    """Return a passage as the reader was trained to read it: its headings, then its text."""
+    lead = f"{context.strip()}\n" if context.strip() else ""
+    return "\n\n".join([*headings, lead + text]) if headings else lead + text
 
 
 def _cosines(

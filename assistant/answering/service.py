@@ -34,7 +34,7 @@ from assistant.answering.rewrite import Completer, QueryRewriter, Rewrite
 from assistant.answering.safety import SafeStream, escape_markdown
 from assistant.config import Settings
 from assistant.errors import LLMError
-from assistant.protocols import ChatModel, Embedder, Searcher
+from assistant.protocols import ChatModel, Embedder, Reader, Searcher
 from assistant.tokens import Tokenizer, get_tokenizer
 from assistant.types import (
     ANONYMOUS,
@@ -284,6 +284,8 @@ class Assistant:
         embedder: Embeds the question and the candidate passages of the offline
             mode (the one the index was built with); without it offline answers
             are ranked by words and headings only.
+        reader: Reads the question against the offline mode's passages: its
+            probabilities decide whether they answer (`answering.answerability`).
     """
 
     def __init__(
@@ -295,9 +297,11 @@ class Assistant:
         tokenizer: Tokenizer,
         rewriter: QueryRewriter | None = None,
         embedder: Embedder | None = None,
+        reader: Reader | None = None,
     ) -> None:
         self._searcher = searcher
         self._embedder = embedder
+        self._reader = reader
         self._model = model
         self._settings = settings
         self._tokenizer = tokenizer
@@ -389,6 +393,7 @@ class Assistant:
             unknown_words=result.unknown_words,
             retrieval_matched=not result.no_good_match,
             added=added,
+            reader=self._reader,
         )
         if draft.covered or draft.hedged:
             answered = replace(result, no_good_match=False, no_match_reason="")
