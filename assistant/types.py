@@ -399,6 +399,8 @@ ANONYMOUS = User()
 
 # How much of a conversation is kept as context: the newest turns, each cut to a length.
 MAX_TURNS = 12
+# The most sources a question may ask for, whichever door it came through.
+MAX_K = 10
 MAX_TURN_CHARS = 4000
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from assistant.session.plain import MODE_BANNERS, plain_reply
+from assistant.session import MODE_BANNERS, plain_reply
 
 __all__ = ["ReplyText"]
 

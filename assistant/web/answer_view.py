@@ -9,21 +9,60 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from assistant.session import MAX_K, MAX_QUESTION_CHARS, Problem
 from assistant.types import Answer, Hit, SearchFilters
 from assistant.web.format import doc_link, escape_markdown, section_path
+from assistant.words import valid_unicode
 
 __all__ = [
+    "FAILED_MESSAGE",
+    "NO_INDEX_MESSAGE",
     "SUMMARY_CHARS",
     "filter_note",
     "filter_words",
     "filters_label",
     "no_match_body",
+    "problem_words",
     "sources_collapsed",
     "sources_title",
 ]
 
 SUMMARY_CHARS = 240
 MAX_CLOSEST = 5
+
+NO_INDEX_MESSAGE = (
+    "There is no search index yet. Run `python ingest.py` to index the policy documents; "
+    "the chat uses the new index from the next question on, with no restart."
+)
+FAILED_MESSAGE = "Sorry, the assistant could not answer: {reason}"
+STORE_DOWN_REASON = (
+    "the document index cannot be reached right now. Try again in a minute; "
+    "if it persists, tell the administrator (the server log has the details)."
+)
+_PICK = (
+    "Choose documents and tags from the Filters lists (reload the page to see newly "
+    "indexed documents)."
+)
+
+
+def problem_words(problem: Problem) -> str:
+    """Return what the chat says instead of an answer (Markdown; document names escaped)."""
+    value = escape_markdown(valid_unicode(problem.value))
+    close = " or ".join(f"`{escape_markdown(c)}`" for c in problem.close)
+    words = {
+        "empty": "Please type a question.",
+        "too long": f"Your question is {problem.length:,} characters long; please shorten "
+        f"it to at most {MAX_QUESTION_CHARS:,} characters.",
+        "bad k": f"The number of sources must be a whole number from 1 to {MAX_K}.",
+        "unknown filter": f"This filter value is not in the index: {value}"
+        + (f" (did you mean {close}?)" if close else "")
+        + f". {_PICK}",
+        "ambiguous filter": f"The filter value {value} fits several documents: {close}. {_PICK}",
+        "no index": NO_INDEX_MESSAGE,
+        "store down": FAILED_MESSAGE.format(reason=STORE_DOWN_REASON),
+        "failed": FAILED_MESSAGE.format(reason=problem.detail),
+    }
+    return words[problem.kind]
 
 
 def cited_numbers(answer: Answer) -> list[int]:

@@ -18,7 +18,6 @@ from typing import Literal
 from assistant.audit.log import AuditLog, utc_now
 from assistant.audit.recording import DocLookup, record_answer
 from assistant.protocols import AnswerStream
-from assistant.session.turn import TurnAudit
 from assistant.types import ANONYMOUS, Answer, Feedback, SearchFilters, User
 from assistant.words import valid_unicode
 
@@ -97,10 +96,6 @@ class ChatAudit:
         )
         self.own(record_id, owner)
         return record_id
-
-    def turn_audit(self) -> TurnAudit:
-        """Return where a chat turn records its answer (`assistant.session.turn`)."""
-        return TurnAudit(self.log, door="ui", doc_meta=self._doc_meta)
 
     def own(self, record_id: str, owner: str) -> None:
         """Note that only ``owner`` may rate the answer recorded as ``record_id``."""

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 from assistant.config import Settings
 from assistant.index.files import generation_path
-from assistant.session.visibility import readable_docs
+from assistant.session import readable_docs
 from assistant.types import IndexSnapshot, User
 
 __all__ = ["CorpusStatus", "answer_mode", "corpus_status", "header_markdown"]

@@ -8,6 +8,7 @@ import pytest
 from gradio_client import Client
 
 from assistant.config import Settings, UISettings
+from assistant.session import Desk
 from assistant.types import SearchFilters
 from assistant.web.ui import build_demo
 from tests.conftest import free_port
@@ -23,8 +24,7 @@ def filter_app() -> Iterator[tuple[str, FakeService, list[tuple[str, str]]]]:
     tags = ["loans"]
     settings = Settings(ui=UISettings(port=free_port()))
     demo = build_demo(
-        service,
-        settings=settings,
+        Desk(service, settings=settings),
         sources=list(sources),
         tags=list(tags),
         catalog=lambda user: (sources, tags + (["hr"] if len(sources) > 1 else [])),

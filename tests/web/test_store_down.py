@@ -10,6 +10,7 @@ from typing import Any
 
 from assistant.config import Settings
 from assistant.errors import StoreError
+from assistant.session import Desk
 from assistant.web.ui import make_responder
 
 INTERNAL = "cannot open the index (Chroma server http://10.1.2.3:8026): Connection refused"
@@ -21,7 +22,7 @@ class _DownService:
 
 
 def test_a_store_failure_is_said_plainly_without_the_stores_address() -> None:
-    respond = make_responder(_DownService(), settings=Settings())
+    respond = make_responder(Desk(_DownService(), settings=Settings()))
     *_, final = respond("What is the emergency loan rate?", [], [], [], 3)
     shown = " ".join(str(message.content) for message in final)
     assert "cannot be reached right now" in shown

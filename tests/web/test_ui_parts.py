@@ -19,6 +19,7 @@ from assistant.answering.llm import OpenAIChat
 from assistant.answering.service import FALLBACK_LABEL, Assistant, no_match_message
 from assistant.config import LLMSettings, Settings
 from assistant.documents.loading import load_document
+from assistant.session import Desk
 from assistant.session.passages import cited_passages
 from assistant.session.plain import plain_text
 from assistant.tokens import get_tokenizer
@@ -297,7 +298,7 @@ def test_a_stop_mark_survives_the_chats_own_copy_of_its_history() -> None:
     # After a Stop, ChatInterface copies the page's messages back into the chat (through
     # chatbot_value); on a loaded server that copy read the page before the Stop's mark
     # and showed the answer "in progress" again. The copy itself now marks it.
-    demo = build_demo(FakeService(), settings=Settings())
+    demo = build_demo(Desk(FakeService(), settings=Settings()))
     in_progress = [
         {"role": "user", "content": "q", "metadata": None},
         {"role": "assistant", "content": "So [1] Acc", "metadata": None},
