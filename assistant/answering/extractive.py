@@ -34,7 +34,7 @@ from assistant.answering.regions import own_rules_first
 from assistant.answering.units import segment
 from assistant.answering.wholes import whole_fact, whole_table
 from assistant.protocols import Embedder
-from assistant.types import Hit
+from assistant.types import Banner, Hit
 from assistant.words import STOPWORDS, WORD, content_words, quoted_list
 
 __all__ = [
@@ -243,7 +243,10 @@ def stream_extractive(
     """
     if draft is None:
         draft = draft_extractive(question, sources, embedder=embedder, unknown_words=unknown_words)
-    yield from _DELTA.findall(draft.text)
+    # The label is the first delta, typed, so the service hands it on as data.
+    label = EXTRACTIVE_LABEL + "\n\n"
+    yield Banner(label)
+    yield from _DELTA.findall(draft.text.removeprefix(label))
 
 
 def relevant_unknown_words(words: Sequence[str], sources: Sequence[Hit]) -> tuple[str, ...]:

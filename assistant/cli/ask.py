@@ -46,7 +46,6 @@ from assistant.session import (
     Problem,
     open_desk,
     shown_entries,
-    source_entries,
     unescape_markdown,
     user_of,
 )
@@ -170,7 +169,7 @@ def answer_to_json(outcome: Outcome) -> dict[str, object]:
     """Return the contract shape of one finished answer (without ``id``)."""
     answer = outcome.answer
     return {
-        "answer": unescape_markdown(outcome.shown),
+        "answer": unescape_markdown(outcome.seen),
         "mode": outcome.mode,
         "no_good_match": outcome.mode == "no good match",
         "citations": [{"n": c.number, **_where(c.hit)} for c in answer.citations],
@@ -199,8 +198,8 @@ def format_answer(outcome: Outcome) -> str:
     match, or an answer without markers) every source is listed, as the chat does.
     """
     answer = outcome.answer
-    shown_sources = shown_entries(source_entries(answer))
-    lines = [unescape_markdown(outcome.shown)]
+    shown_sources = shown_entries(outcome.sources)
+    lines = [unescape_markdown(outcome.seen)]
     if shown_sources:
         title = "Closest sections:" if outcome.mode == "no good match" else "Sources:"
         lines += ["", title]

@@ -12,7 +12,6 @@ from assistant.session.desk import MAX_K, Desk, Request, filters_for, open_desk,
 from assistant.session.filters import Catalogue
 from assistant.session.passages import cited_passages
 from assistant.session.plain import (
-    MODE_BANNERS,
     inert_text,
     plain_reply,
     plain_text,
@@ -46,7 +45,6 @@ from assistant.session.visibility import LastSnapshot, catalog_of, may_open_now,
 __all__ = [
     "MAX_K",
     "MAX_QUESTION_CHARS",
-    "MODE_BANNERS",
     "AnswerTurn",
     "AuditLog",
     "Catalogue",

@@ -14,16 +14,20 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from assistant.answering.service import shown_text
+from assistant.answering.service import NOT_COVERED_REASON, shown_text
 from assistant.audit.log import AuditLog
 from assistant.audit.recording import DocLookup, record_answer
 from assistant.protocols import AnswerStream, ChatService
-from assistant.types import Answer, SearchFilters, SearchResult, Turn, User
+from assistant.session.problem import Problem
+from assistant.session.sources import SourceEntry, source_entries
+from assistant.types import Answer, Hit, SearchFilters, SearchResult, Turn, User
 
 # The audit log and its document lookup, named here for the doors that hold them.
 __all__ = ["AnswerTurn", "AuditLog", "DocLookup", "Outcome", "TurnAudit", "start_turn"]
 
 logger = logging.getLogger(__name__)
+
+MAX_CLOSEST = 5  # the closest sections a refusal lists
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,11 +45,15 @@ class TurnAudit:
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """A finished answer as every door needs it.
+    """A finished answer as every door needs it, its parts as data.
 
-    ``shown`` is the text the chat shows (the checked answer, or what streamed if the
-    check left nothing, then the model's error note); ``record_id`` is "" when nothing
-    was recorded.
+    ``shown`` is the answer's text (the checked answer, or what streamed if the check
+    left nothing, then the model's error note); ``banner`` the label of how it was
+    made, never in the text ("" for a model's own answer); ``sources`` every source,
+    numbered as the markers; ``closest`` the sections a "not covered" answer lists and
+    ``no_match_reason`` why, in words; ``timings`` in milliseconds (the service's and
+    the door's own); ``problem`` what cut the answer short (None: nothing);
+    ``record_id`` is "" when nothing was recorded.
     """
 
     question: str
@@ -58,13 +66,23 @@ class Outcome:
     reasoning: str
     trace: tuple[str, ...]
     error: str
-    timings_ms: Mapping[str, float] = field(default_factory=dict)
+    banner: str = ""
+    sources: tuple[SourceEntry, ...] = ()
+    closest: tuple[Hit, ...] = ()
+    no_match_reason: str = ""
+    timings: Mapping[str, float] = field(default_factory=dict)
+    problem: Problem | None = None
     record_id: str = ""
 
     @property
     def no_good_match(self) -> bool:
         """Return whether the answer is the "not covered" one."""
         return self.mode == "no good match" or self.result.no_good_match
+
+    @property
+    def seen(self) -> str:
+        """Return the banner and the text, as a reader of the whole answer sees it."""
+        return f"{self.banner}\n\n{self.shown}" if self.banner else self.shown
 
 
 class AnswerTurn:
@@ -104,6 +122,19 @@ class AnswerTurn:
         """Return how it answers (``extractive``, ``model``, ``no good match``)."""
         return self._stream.mode
 
+    @property
+    def banner(self) -> str:
+        """Return the label of how it answers, once the first delta has come ("": none)."""
+        return self._stream.banner
+
+    @property
+    def pending(self) -> tuple[SourceEntry, ...]:
+        """Return the sources while the answer streams (none cited yet; none for a refusal)."""
+        result = self._stream.result
+        if result.no_good_match:
+            return ()
+        return source_entries(Answer(self._question, "", result.hits, citations=()))
+
     def unchecked_answer(self) -> Answer:
         """Return what streamed as an answer with no citation (for an answer that failed)."""
         return Answer(self._question, "".join(self._streamed), self.result.hits, citations=())
@@ -132,19 +163,25 @@ class AnswerTurn:
         streamed = "".join(self._streamed)
         shown = shown_text(answer, streamed=streamed, error=stream.error)
         timings = dict(timings_ms or {"total": (time.perf_counter() - self._started) * 1000})
+        banner = stream.banner
         record_id = ""
         if self._audit is not None:
             record_id = record_answer(
                 self._audit.log,
                 stream,
                 answer,
-                shown,
+                f"{banner}\n\n{shown}" if banner else shown,
                 question=self._question,
                 user=self._user,
                 filters=self._filters,
                 timings_ms={f"{self._audit.door} {k}": ms for k, ms in timings.items()},
                 doc_meta=self._audit.doc_meta,
             )
+        door = self._audit.door if self._audit else "door"
+        refused = stream.result.no_good_match or stream.mode == "no good match"
+        refused = refused or answer.not_covered
+        model_said = NOT_COVERED_REASON if answer.not_covered else ""
+        reason = stream.result.no_match_reason or model_said
         self._outcome = Outcome(
             question=self._question,
             answer=answer,
@@ -156,7 +193,12 @@ class AnswerTurn:
             reasoning=stream.reasoning,
             trace=stream.trace(),
             error=stream.error,
-            timings_ms=timings,
+            banner=banner,
+            sources=source_entries(answer),
+            closest=tuple(answer.sources[:MAX_CLOSEST]) if refused else (),
+            no_match_reason=reason if refused else "",
+            timings={**stream.timings_ms, **{f"{door} {k}": ms for k, ms in timings.items()}},
+            problem=Problem("failed", detail=stream.error) if stream.error else None,
             record_id=record_id,
         )
         return self._outcome

@@ -95,19 +95,20 @@ def sources_collapsed(answer: Answer, *, body: str, sources_text: str) -> bool:
     return bool(cited_numbers(answer)) and len(sources_text) > len(body)
 
 
-def no_match_body(body: str, hits: Sequence[Hit]) -> str | None:
-    """Return a no-match answer with its closest sections listed once, grouped by document.
+NOT_COVERED = "The policy documents do not appear to cover this question"
+NOT_COVERED_OUTRO = "Try rephrasing, or ask the policy owner directly."
 
-    ``body`` is the service's no-match text (intro, a "- title: section" list, outro);
-    the list is replaced by one line per document with a link per section. None when
-    the body has no such list (nothing to rewrite).
+
+def no_match_body(closest: Sequence[Hit], reason: str) -> str:
+    """Return the chat's "not covered" answer: the closest sections once, grouped by document.
+
+    The sections come as data (`Outcome.closest`), each a link to its place.
     """
-    head, marker, rest = body.partition("\n\n- ")
-    if not marker or not hits:
-        return None
-    _, _, outro = rest.partition("\n\n")
+    why = f" ({escape_markdown(reason)})" if reason else ""
+    if not closest:
+        return f"{NOT_COVERED}{why}. {NOT_COVERED_OUTRO}"
     groups: dict[str, list[str]] = {}
-    for hit in hits[:MAX_CLOSEST]:
+    for hit in closest[:MAX_CLOSEST]:
         title = hit.title or hit.chunk.source
         section = " > ".join(hit.chunk.heading_path[1:]) or hit.chunk.heading_path[-1]
         link = f"[{escape_markdown(section)}]({doc_link(hit)})"
@@ -116,7 +117,8 @@ def no_match_body(body: str, hits: Sequence[Hit]) -> str | None:
     lines = [
         f"- **{escape_markdown(title)}**: " + "; ".join(links) for title, links in groups.items()
     ]
-    return "\n".join([head, "", *lines, "", outro]).rstrip()
+    intro = f"{NOT_COVERED}{why}, so I will not guess. The closest sections I found are:"
+    return "\n".join([intro, "", *lines, "", NOT_COVERED_OUTRO])
 
 
 def filter_words(filters: SearchFilters, titles: Mapping[str, str]) -> str:

@@ -176,13 +176,13 @@ def _stream(
             # many users streaming at once, coalescing deltas keeps first tokens fast.
             if now - last_update >= UPDATE_INTERVAL_S:
                 last_update = now
-                yield [gr.ChatMessage(content=text), *pending]
+                yield [gr.ChatMessage(content=_with_banner(turn.banner, text)), *pending]
         timings = {"first token": first, "total": time.perf_counter() - started}
         # The checked answer drops citation markers that point at no source; the
         # record is written here, once (the record id rides on the message, for the thumbs).
         outcome = turn.finish(timings_ms={name: s * 1000 for name, s in timings.items()})
     except AssistantError as exc:
-        failed = f"{text}\n\n*{problem_words(problem_of(exc))}*"
+        failed = f"{_with_banner(turn.banner, text)}\n\n*{problem_words(problem_of(exc))}*"
         yield [gr.ChatMessage(content=failed), *finished(pending)]
         return
     messages = _final_messages(outcome, shown)
@@ -197,12 +197,18 @@ def _stream(
 
 
 def _final_messages(outcome: Outcome, shown: _Shown) -> list[gr.ChatMessage]:
-    answer, body = outcome.answer, outcome.shown
+    answer = outcome.answer
     if outcome.result.no_good_match or answer.not_covered:
-        return no_match_messages(answer, body, shown.no_match_note)
+        return no_match_messages(outcome.closest, outcome.no_match_reason, shown.no_match_note)
     updated = shown.changes.updated_on if shown.changes else None
     # Each [n] links to its passage (the page opens it in place).
-    return answer_messages(answer, linked_markers(body, answer), updated=updated)
+    body = _with_banner(outcome.banner, linked_markers(outcome.shown, answer))
+    return answer_messages(answer, body, updated=updated)
+
+
+def _with_banner(banner: str, text: str) -> str:
+    # The label of an offline answer is data; the chat shows it as the first paragraph.
+    return f"{banner}\n\n{text}" if banner else text
 
 
 def _trace_message(outcome: Outcome, shown: _Shown, timings: dict[str, float]) -> gr.ChatMessage:

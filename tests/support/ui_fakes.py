@@ -70,6 +70,8 @@ class FakeStream:
     query: str = ""
     mode: str = ""
     reasoning: str = ""
+    banner: str = ""
+    timings_ms: dict[str, float] = field(default_factory=lambda: {"retrieval": 4.0})
     _text: str = ""
     result: SearchResult = field(init=False)
 
