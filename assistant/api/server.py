@@ -58,11 +58,12 @@ from assistant.session import (
     MAX_K,
     MAX_QUESTION_CHARS,
     AnswerTurn,
+    Delta,
     Desk,
+    Finished,
     Outcome,
     Problem,
     open_desk,
-    problem_of,
 )
 from assistant.session import Request as Asked
 from assistant.tokens import Tokenizer, get_tokenizer
@@ -490,14 +491,17 @@ async def _events(api: _Api, request: ChatRequest, turn: AnswerTurn) -> AsyncIte
     outcome: Outcome | None = None
     failure = ""
     try:
-        async for delta in iterate_in_threadpool(turn):
-            if shown := reply.feed(delta):
-                sent.append(shown)
-                yield event({"content": shown})
-        # As in the chat, an answer that failed part way is not recorded.
-        outcome = await run_in_threadpool(turn.finish)
-    except AssistantError as exc:
-        failure = f"Sorry, the assistant could not finish the answer ({problem_of(exc).value})."
+        # In a thread: finishing records the answer, looking up versions in the snapshot.
+        async for happened in iterate_in_threadpool(turn):
+            if isinstance(happened, Delta):
+                if shown := reply.feed(happened.text):
+                    sent.append(shown)
+                    yield event({"content": shown})
+            elif isinstance(happened, Finished):
+                outcome = happened.outcome
+            else:  # as in the chat, an answer that failed part way is not recorded
+                kind = happened.problem.value
+                failure = f"Sorry, the assistant could not finish the answer ({kind})."
     finally:
         turn.close()
     tail = reply.finish()

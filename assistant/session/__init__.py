@@ -8,7 +8,7 @@ recorded once (`turn`); `visibility` decides what a user may see outside search;
 (`passages` and `plain` serve it).
 """
 
-from assistant.session.desk import MAX_K, Desk, Request, filters_for, open_desk, problem_of
+from assistant.session.desk import MAX_K, Desk, Request, filters_for, open_desk
 from assistant.session.filters import Catalogue
 from assistant.session.passages import cited_passages
 from assistant.session.plain import (
@@ -18,7 +18,7 @@ from assistant.session.plain import (
     table_row_text,
     unescape_markdown,
 )
-from assistant.session.problem import Problem, ProblemKind
+from assistant.session.problem import Problem, ProblemKind, problem_of
 from assistant.session.request import (
     MAX_QUESTION_CHARS,
     history_to_turns,
@@ -39,7 +39,16 @@ from assistant.session.stack import (
     shared_embedder,
     user_of,
 )
-from assistant.session.turn import AnswerTurn, AuditLog, DocLookup, Outcome
+from assistant.session.turn import (
+    AnswerTurn,
+    AuditLog,
+    Delta,
+    DocLookup,
+    Event,
+    Failed,
+    Finished,
+    Outcome,
+)
 from assistant.session.visibility import LastSnapshot, catalog_of, may_open_now, readable_docs
 
 __all__ = [
@@ -48,8 +57,12 @@ __all__ = [
     "AnswerTurn",
     "AuditLog",
     "Catalogue",
+    "Delta",
     "Desk",
     "DocLookup",
+    "Event",
+    "Failed",
+    "Finished",
     "LastSnapshot",
     "Outcome",
     "Problem",

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from assistant.config import Settings
-from assistant.errors import AssistantError, IndexNotFoundError, StoreError
+from assistant.errors import AssistantError
 from assistant.protocols import ChatService, Embedder, Searcher
 from assistant.session.filters import Catalogue, resolve_filters
-from assistant.session.problem import Problem, ProblemKind
+from assistant.session.problem import Problem, problem_of
 from assistant.session.request import check_question, history_to_turns
 from assistant.session.stack import (
     catalogue_of,
@@ -36,11 +36,9 @@ if TYPE_CHECKING:
     from assistant.audit.log import AuditLog
     from assistant.audit.recording import DocLookup
 
-__all__ = ["MAX_K", "Desk", "Request", "filters_for", "open_desk", "problem_of"]
+__all__ = ["MAX_K", "Desk", "Request", "filters_for", "open_desk"]
 
 logger = logging.getLogger(__name__)
-
-MAX_DETAIL_CHARS = 300
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +140,7 @@ class Desk:
                 filters=request.filters,
                 user=request.user,
                 audit=audit,
+                door=door,
             )
         except AssistantError as exc:
             return problem_of(exc)
@@ -150,25 +149,6 @@ class Desk:
         """Write what the audit log holds, waiting at most ``timeout`` seconds."""
         if self.log is not None:
             self.log.close(timeout)
-
-
-def problem_of(exc: AssistantError) -> Problem:
-    """Return the `Problem` an error of the core is, for every door the same.
-
-    ``detail`` is the error's message, for the operator: a store's names its host or
-    path (D12), so a door for users shows it only for a plain failure; ``value`` names
-    the error's type.
-    """
-    detail = str(exc).strip() or type(exc).__name__
-    if len(detail) > MAX_DETAIL_CHARS:
-        detail = detail[:MAX_DETAIL_CHARS] + "…"
-    kind: ProblemKind = "failed"
-    if isinstance(exc, IndexNotFoundError):
-        kind = "no index"
-    elif isinstance(exc, StoreError):
-        kind = "store down"
-    logger.warning("cannot answer (%s): %s", kind, exc, exc_info=kind == "failed")
-    return Problem(kind, value=type(exc).__name__, detail=detail)
 
 
 def _as_filters(sources: Sequence[object], tags: Sequence[object]) -> SearchFilters | Problem:

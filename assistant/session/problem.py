@@ -6,10 +6,17 @@ wording, status code or exit code and never decides again.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["Problem", "ProblemKind"]
+from assistant.errors import AssistantError, IndexNotFoundError, StoreError
+
+__all__ = ["Problem", "ProblemKind", "problem_of"]
+
+logger = logging.getLogger(__name__)
+
+MAX_DETAIL_CHARS = 300
 
 ProblemKind = Literal[
     "empty",  # nothing to ask
@@ -39,3 +46,22 @@ class Problem:
     listed: tuple[str, ...] = ()
     length: int = 0
     detail: str = ""
+
+
+def problem_of(exc: AssistantError) -> Problem:
+    """Return the `Problem` an error of the core is, for every door the same.
+
+    ``detail`` is the error's message, for the operator: a store's names its host or
+    path (D12), so a door for users shows it only for a plain failure; ``value`` names
+    the error's type.
+    """
+    detail = str(exc).strip() or type(exc).__name__
+    if len(detail) > MAX_DETAIL_CHARS:
+        detail = detail[:MAX_DETAIL_CHARS] + "…"
+    kind: ProblemKind = "failed"
+    if isinstance(exc, IndexNotFoundError):
+        kind = "no index"
+    elif isinstance(exc, StoreError):
+        kind = "store down"
+    logger.warning("cannot answer (%s): %s", kind, exc, exc_info=kind == "failed")
+    return Problem(kind, value=type(exc).__name__, detail=detail)

@@ -1,8 +1,9 @@
-"""One question answered through any door: ask, stream the deltas, close, finish once.
+"""One question answered through any door: ask, stream the events, close, finish once.
 
 `start_turn` asks the service (retrieval runs at once, so the sources are known before
-the first delta) and returns an `AnswerTurn`; a door iterates it for text deltas and
-closes it (a stopped answer closes the upstream stream), then calls `finish`, which
+the first delta) and returns an `AnswerTurn`; a door iterates it for events (`Delta`
+text, then `Finished` with the `Outcome`, or `Failed` with the `Problem` and the
+partial text) and closes it (a stopped answer closes the upstream stream). Finishing
 checks the answer, writes its audit record (once, whatever the door) and returns one
 frozen `Outcome`: what every door shows or returns, so none reads the stream itself.
 """
@@ -17,13 +18,25 @@ from dataclasses import dataclass, field
 from assistant.answering.service import NOT_COVERED_REASON, shown_text
 from assistant.audit.log import AuditLog
 from assistant.audit.recording import DocLookup, record_answer
+from assistant.errors import AssistantError
 from assistant.protocols import AnswerStream, ChatService
-from assistant.session.problem import Problem
+from assistant.session.problem import Problem, problem_of
 from assistant.session.sources import SourceEntry, source_entries
 from assistant.types import Answer, Hit, SearchFilters, SearchResult, Turn, User
 
 # The audit log and its document lookup, named here for the doors that hold them.
-__all__ = ["AnswerTurn", "AuditLog", "DocLookup", "Outcome", "TurnAudit", "start_turn"]
+__all__ = [
+    "AnswerTurn",
+    "AuditLog",
+    "Delta",
+    "DocLookup",
+    "Event",
+    "Failed",
+    "Finished",
+    "Outcome",
+    "TurnAudit",
+    "start_turn",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -73,11 +86,17 @@ class Outcome:
     timings: Mapping[str, float] = field(default_factory=dict)
     problem: Problem | None = None
     record_id: str = ""
+    door: str = ""
 
     @property
     def no_good_match(self) -> bool:
         """Return whether the answer is the "not covered" one."""
         return self.mode == "no good match" or self.result.no_good_match
+
+    def door_timings(self) -> dict[str, float]:
+        """Return the door's own timings in milliseconds, without its prefix (``total``)."""
+        prefix = f"{self.door} "
+        return {k[len(prefix) :]: ms for k, ms in self.timings.items() if k.startswith(prefix)}
 
     @property
     def seen(self) -> str:
@@ -85,8 +104,33 @@ class Outcome:
         return f"{self.banner}\n\n{self.shown}" if self.banner else self.shown
 
 
+@dataclass(frozen=True, slots=True)
+class Delta:
+    """More of the answer's text (neutralised: shown as it is)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """The answer ended and was checked and recorded: the last event."""
+
+    outcome: Outcome
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """The answer broke off: why, and the text that had streamed (kept, not recorded)."""
+
+    problem: Problem
+    partial: str
+
+
+Event = Delta | Finished | Failed
+
+
 class AnswerTurn:
-    """An answer being produced: iterate for text deltas, `close`, then `finish` once."""
+    """An answer being produced: iterate for its events (or `run` it), then `close`."""
 
     def __init__(
         self,
@@ -97,7 +141,9 @@ class AnswerTurn:
         user: User,
         audit: TurnAudit | None,
         started: float,
+        door: str = "",
     ) -> None:
+        self._door = audit.door if audit else door or "door"
         self._stream = stream
         self._question = question
         self._filters = filters
@@ -106,6 +152,8 @@ class AnswerTurn:
         self._started = started
         self._streamed: list[str] = []
         self._outcome: Outcome | None = None
+        self._first_ms = 0.0
+        self._failure: AssistantError | None = None
 
     @property
     def result(self) -> SearchResult:
@@ -139,19 +187,29 @@ class AnswerTurn:
         """Return what streamed as an answer with no citation (for an answer that failed)."""
         return Answer(self._question, "".join(self._streamed), self.result.hits, citations=())
 
-    def __iter__(self) -> Iterator[str]:
-        for delta in self._stream:
-            self._streamed.append(delta)
-            yield delta
+    def __iter__(self) -> Iterator[Event]:
+        try:
+            for delta in self._stream:
+                # The first token counts from the question, search included.
+                self._first_ms = self._first_ms or _ms_since(self._started)
+                self._streamed.append(delta)
+                yield Delta(delta)
+            outcome = self.finish()
+        except AssistantError as exc:  # the stream or its check failed: nothing is recorded
+            self._failure = exc
+            yield Failed(problem_of(exc), "".join(self._streamed))
+            return
+        yield Finished(outcome)
 
     def close(self) -> None:
         """Stop generating and release the upstream connection."""
         self._stream.close()
 
-    def finish(self, *, timings_ms: Mapping[str, float] | None = None) -> Outcome:
+    def finish(self) -> Outcome:
         """Check the answer, record it (once) and return the outcome.
 
-        ``timings_ms`` are the door's own timings, named without its prefix (``total``).
+        The door's own timings (``first token``, ``total``, from the question on) are
+        recorded under its name (``ui total``).
 
         Raises:
             AssistantError: The answer could not be checked (the stream failed).
@@ -162,7 +220,9 @@ class AnswerTurn:
         answer = stream.answer()
         streamed = "".join(self._streamed)
         shown = shown_text(answer, streamed=streamed, error=stream.error)
-        timings = dict(timings_ms or {"total": (time.perf_counter() - self._started) * 1000})
+        timings = {"total": _ms_since(self._started)}
+        if self._first_ms:
+            timings["first token"] = self._first_ms
         banner = stream.banner
         record_id = ""
         if self._audit is not None:
@@ -177,7 +237,7 @@ class AnswerTurn:
                 timings_ms={f"{self._audit.door} {k}": ms for k, ms in timings.items()},
                 doc_meta=self._audit.doc_meta,
             )
-        door = self._audit.door if self._audit else "door"
+        door = self._door
         refused = stream.result.no_good_match or stream.mode == "no good match"
         refused = refused or answer.not_covered
         model_said = NOT_COVERED_REASON if answer.not_covered else ""
@@ -200,17 +260,27 @@ class AnswerTurn:
             timings={**stream.timings_ms, **{f"{door} {k}": ms for k, ms in timings.items()}},
             problem=Problem("failed", detail=stream.error) if stream.error else None,
             record_id=record_id,
+            door=door,
         )
         return self._outcome
 
     def run(self) -> Outcome:
-        """Stream the answer to its end, close, and finish (``ask`` and the API's whole reply)."""
+        """Stream the answer to its end, close, and finish (``ask`` and the API's whole reply).
+
+        Raises:
+            AssistantError: The answer broke off.
+        """
         try:
-            for _ in self:
-                pass
+            for event in self:
+                if isinstance(event, Finished):
+                    return event.outcome
         finally:
             self.close()
-        return self.finish()
+        raise self._failure or AssistantError("the answer ended without an outcome")
+
+
+def _ms_since(started: float) -> float:
+    return (time.perf_counter() - started) * 1000
 
 
 def start_turn(
@@ -222,6 +292,7 @@ def start_turn(
     filters: SearchFilters,
     user: User,
     audit: TurnAudit | None = None,
+    door: str = "",
 ) -> AnswerTurn:
     """Ask ``service`` and return the turn (retrieval has run).
 
@@ -231,5 +302,11 @@ def start_turn(
     started = time.perf_counter()
     stream = service.ask(question, history, k=k, filters=filters, user=user)
     return AnswerTurn(
-        stream, question=question, filters=filters, user=user, audit=audit, started=started
+        stream,
+        question=question,
+        filters=filters,
+        user=user,
+        audit=audit,
+        started=started,
+        door=door,
     )

@@ -18,8 +18,7 @@ from typing import Any
 
 import gradio as gr
 
-from assistant.errors import AssistantError
-from assistant.session import AnswerTurn, Desk, Outcome, Problem, Request, problem_of
+from assistant.session import AnswerTurn, Delta, Desk, Failed, Outcome, Problem, Request
 from assistant.types import ANONYMOUS, Answer, SearchResult, User
 from assistant.users import Directory
 from assistant.web.answer_view import (
@@ -150,50 +149,52 @@ def _titles(desk: Desk, user: User) -> dict[str, str]:
 
 
 def _answer(desk: Desk, asked: Request, *, shown: _Shown) -> Iterator[list[gr.ChatMessage]]:
-    started = time.perf_counter()  # the first token counts from the question, search included
     turn = desk.ask(asked, door="ui")
     if isinstance(turn, Problem):
         yield [gr.ChatMessage(content=problem_words(turn))]
         return
     try:
-        yield from _stream(turn, asked.question, started=started, shown=shown)
+        yield from _stream(turn, asked.question, shown=shown)
     finally:
         turn.close()
 
 
-def _stream(
-    turn: AnswerTurn, question: str, *, started: float, shown: _Shown
-) -> Iterator[list[gr.ChatMessage]]:
-    text, first, last_update = "", 0.0, 0.0
+def _stream(turn: AnswerTurn, question: str, *, shown: _Shown) -> Iterator[list[gr.ChatMessage]]:
+    text, last_update = "", 0.0
     # Shown while the answer streams, so a stopped answer's [n] still point somewhere.
     pending = _pending(turn.result, question)
-    try:
-        for delta in turn:
-            now = time.perf_counter()
-            first = first or now - started
-            text += delta
+    for event in turn:
+        if isinstance(event, Delta):
+            text += event.text
             # Each update makes Gradio diff and send the whole message list; with
             # many users streaming at once, coalescing deltas keeps first tokens fast.
+            now = time.perf_counter()
             if now - last_update >= UPDATE_INTERVAL_S:
                 last_update = now
                 yield [gr.ChatMessage(content=_with_banner(turn.banner, text)), *pending]
-        timings = {"first token": first, "total": time.perf_counter() - started}
-        # The checked answer drops citation markers that point at no source; the
-        # record is written here, once (the record id rides on the message, for the thumbs).
-        outcome = turn.finish(timings_ms={name: s * 1000 for name, s in timings.items()})
-    except AssistantError as exc:
-        failed = f"{_with_banner(turn.banner, text)}\n\n*{problem_words(problem_of(exc))}*"
-        yield [gr.ChatMessage(content=failed), *finished(pending)]
-        return
+        elif isinstance(event, Failed):
+            failed = (
+                f"{_with_banner(turn.banner, event.partial)}\n\n*{problem_words(event.problem)}*"
+            )
+            yield [gr.ChatMessage(content=failed), *finished(pending)]
+        else:
+            # The checked answer drops citation markers that point at no source; its
+            # record was written once (the record id rides on the message, for the thumbs).
+            yield _finished(event.outcome, shown)
+
+
+def _finished(outcome: Outcome, shown: _Shown) -> list[gr.ChatMessage]:
     messages = _final_messages(outcome, shown)
     if outcome.record_id and shown.audit is not None:
         shown.audit.own(outcome.record_id, shown.owner)
         messages[0].metadata = {"id": RECORD_PREFIX + outcome.record_id}
     if shown.trace:
-        messages.append(_trace_message(outcome, shown, timings))
+        messages.append(_trace_message(outcome, shown))
     # Gradio shows the options of a turn's last message: the follow-ups go there.
     answered = not (outcome.result.no_good_match or outcome.answer.not_covered)
-    yield with_follow_ups(messages, outcome.answer, shown.user, shown.suggest if answered else None)
+    return with_follow_ups(
+        messages, outcome.answer, shown.user, shown.suggest if answered else None
+    )
 
 
 def _final_messages(outcome: Outcome, shown: _Shown) -> list[gr.ChatMessage]:
@@ -211,7 +212,8 @@ def _with_banner(banner: str, text: str) -> str:
     return f"{banner}\n\n{text}" if banner else text
 
 
-def _trace_message(outcome: Outcome, shown: _Shown, timings: dict[str, float]) -> gr.ChatMessage:
+def _trace_message(outcome: Outcome, shown: _Shown) -> gr.ChatMessage:
+    timings = {name: ms / 1000 for name, ms in outcome.door_timings().items()}
     trace = trace_markdown(
         question=outcome.question,
         query=outcome.query,
