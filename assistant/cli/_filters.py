@@ -18,7 +18,8 @@ __all__ = ["problem_error"]
 def problem_error(problem: Problem) -> AssistantError:
     """Return the error a command raises for ``problem`` (`report_error` gives its exit code)."""
     if problem.kind == "no index":
-        return IndexNotFoundError(problem.detail)
+        advice = "" if "ingest" in problem.detail else ": run `python ingest.py` first"
+        return IndexNotFoundError(problem.detail + advice)
     if problem.kind == "store down":
         return StoreError(problem.detail)
     if problem.kind == "failed":

@@ -51,7 +51,7 @@ from assistant.session import (
 )
 from assistant.types import HEADING_SEPARATOR, Hit, SearchFilters, User
 
-__all__ = ["answer_to_json", "format_answer", "run_ask"]
+__all__ = ["answer_to_json", "ask_with", "format_answer", "run_ask"]
 
 logger = logging.getLogger(__name__)
 
@@ -109,19 +109,31 @@ def run_ask(
         raise ConfigError("give a question, or --json to read questions from stdin")
     desk = open_desk(settings, searcher=searcher, audit=not getattr(args, "no_audit", False))
     try:
-        asking = _checked(args, desk, user_of(searcher, LOCAL_OPERATOR))
-        if not args.json:
-            outcome = asking.ask(args.question)
-            print(format_answer(outcome), file=out)
-            return EXIT_OK
-        if args.question is not None:
-            _write(out, _answer_line(asking, None, args.question))
-            return EXIT_OK
-        for line in stdin:
-            if line.strip():
-                _write(out, _request_line(asking, line))
+        return ask_with(desk, args, stdin=stdin, out=out, user=user_of(searcher, LOCAL_OPERATOR))
     finally:
         desk.close(AUDIT_FLUSH_S)
+
+
+def ask_with(
+    desk: Desk, args: argparse.Namespace, *, stdin: TextIO, out: TextIO, user: User
+) -> int:
+    """Answer as `run_ask` does, through ``desk`` (the door's whole work: tests run it).
+
+    Raises:
+        ConfigError: A blank question, ``k`` or a filter value the index does not hold.
+        AssistantError: Answering the one question given failed (for example, no index).
+    """
+    asking = _checked(args, desk, user)
+    if not args.json:
+        outcome = asking.ask(args.question)
+        print(format_answer(outcome), file=out)
+        return EXIT_OK
+    if args.question is not None:
+        _write(out, _answer_line(asking, None, args.question))
+        return EXIT_OK
+    for line in stdin:
+        if line.strip():
+            _write(out, _request_line(asking, line))
     return EXIT_OK
 
 

@@ -12,6 +12,8 @@ from assistant.session.desk import MAX_K, Desk, Request, filters_for, open_desk
 from assistant.session.filters import Catalogue
 from assistant.session.passages import cited_passages
 from assistant.session.plain import (
+    defuse_markers,
+    escape_markdown,
     inert_text,
     plain_reply,
     plain_text,
@@ -48,8 +50,15 @@ from assistant.session.turn import (
     Failed,
     Finished,
     Outcome,
+    utc_now,
 )
-from assistant.session.visibility import LastSnapshot, catalog_of, may_open_now, readable_docs
+from assistant.session.visibility import (
+    LastSnapshot,
+    catalog_of,
+    indexed_at,
+    may_open_now,
+    readable_docs,
+)
 
 __all__ = [
     "MAX_K",
@@ -71,9 +80,12 @@ __all__ = [
     "SourceEntry",
     "catalog_of",
     "cited_passages",
+    "defuse_markers",
     "doc_link",
+    "escape_markdown",
     "filters_for",
     "history_to_turns",
+    "indexed_at",
     "inert_text",
     "may_open_now",
     "message_text",
@@ -93,4 +105,5 @@ __all__ = [
     "unescape_markdown",
     "unlinked_markers",
     "user_of",
+    "utc_now",
 ]

@@ -12,10 +12,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from assistant.answering.safety import unescape_markdown
+from assistant.answering.citations import defuse_markers
+from assistant.answering.safety import escape_markdown, unescape_markdown
 
-# unescape_markdown: the neutraliser's escapes taken out, for the doors' plain outputs.
+# The neutraliser's escapes put in and taken out, and a document's own "[2]" defused
+# (never a citation), for what the doors render.
 __all__ = [
+    "defuse_markers",
+    "escape_markdown",
     "inert_text",
     "plain_reply",
     "plain_text",

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from assistant.answering.service import NOT_COVERED_REASON, shown_text
-from assistant.audit.log import AuditLog
+from assistant.audit.log import AuditLog, utc_now
 from assistant.audit.recording import DocLookup, record_answer
 from assistant.errors import AssistantError
 from assistant.protocols import AnswerStream, ChatService
@@ -36,6 +36,7 @@ __all__ = [
     "Outcome",
     "TurnAudit",
     "start_turn",
+    "utc_now",
 ]
 
 logger = logging.getLogger(__name__)

@@ -12,11 +12,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 
-from assistant.answering.citations import defuse_markers
-from assistant.answering.safety import escape_markdown
 from assistant.session import (
     cited_passages,
+    defuse_markers,
     doc_link,
+    escape_markdown,
     history_to_turns,
     plain_text,
     section_path,

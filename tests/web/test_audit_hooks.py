@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from assistant.audit.log import AuditLog
 from assistant.session import Desk
 from assistant.types import DocMeta
-from assistant.users import load_directory
 from assistant.web.feedback import RECORD_PREFIX, ChatAudit, record_id_at
 from assistant.web.format import unlinked_markers
 from assistant.web.history import conversation_html, conversation_markdown
@@ -139,22 +138,3 @@ def test_the_exported_conversation_keeps_every_citation() -> None:
         page,
     )
     assert "<script" not in page
-
-
-class _LoggedIn:
-    username = "amina"
-    client = None
-    headers: ClassVar[dict[str, str]] = {}
-
-
-def test_the_logged_in_user_is_recorded(tmp_path: Path) -> None:
-    log = AuditLog(tmp_path / "audit.sqlite3")
-    service = FakeService()
-    directory = load_directory(None, auth_pairs=(("amina", "pw"),), trusted_proxies=())
-    respond = make_responder(Desk(service, log=log), audit=ChatAudit(log), directory=directory)
-    *_, final = respond(QUESTION, [], [], [], 3, _LoggedIn())
-    assert str(final[0].metadata["id"]).startswith(RECORD_PREFIX)
-    assert log.flush()
-    ((record, _),) = log.store.records()
-    log.close()
-    assert record.user == "amina"

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from assistant.config import Settings, UISettings
-from assistant.errors import IndexNotFoundError, LLMError
+from assistant.errors import LLMError
 from assistant.session import Desk
 from assistant.types import MAX_TURN_CHARS, MAX_TURNS, SearchFilters
 from assistant.web.format import history_to_turns, unlinked_markers
@@ -105,16 +105,6 @@ def test_filters_and_k_reach_the_service(running: Running) -> None:
     assert second.k == 1
 
 
-def test_missing_index_tells_the_user_to_run_ingest(running: Running) -> None:
-    running.service.raise_on_ask = IndexNotFoundError("no collection at ./index")
-
-    _, final = ask(running.client, "Anything?")
-
-    assert len(final) == 1
-    assert "python ingest.py" in final[0]["content"]
-    assert "Traceback" not in final[0]["content"]
-
-
 def test_failure_mid_stream_keeps_the_partial_answer_and_says_why(running: Running) -> None:
     running.service.fail_after = 2
 
@@ -197,15 +187,6 @@ def test_responder_passes_the_history_as_bounded_turns(service: FakeService) -> 
         ("user", "How much leave?"),
         ("assistant", "25 days [1]."),
     ]
-
-
-def test_empty_question_is_not_sent(service: FakeService) -> None:
-    respond = make_responder(Desk(service, settings=Settings()))
-
-    (messages,) = list(respond("   ", [], None, None, 4))
-
-    assert "type a question" in str(messages[0].content)
-    assert service.calls == []
 
 
 def test_no_good_match_is_labelled(service: FakeService) -> None:
