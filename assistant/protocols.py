@@ -6,7 +6,7 @@ the same protocol (or, for the model servers, the same wire protocol).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from assistant.types import (
@@ -165,6 +165,19 @@ class AnswerStream(Protocol):
     @property
     def reasoning(self) -> str:
         """Return the model's reasoning so far (raw text; "" without a reasoning model)."""
+        ...
+
+    @property
+    def banner(self) -> str:
+        """Return the label of how the answer is made, never part of its text ("": none).
+
+        Known after the first delta (an answer that falls back offline gets its label then).
+        """
+        ...
+
+    @property
+    def timings_ms(self) -> Mapping[str, float]:
+        """Return the timings measured so far (``retrieval``, ``first token``, ``total``)."""
         ...
 
     def close(self) -> None:

@@ -20,6 +20,7 @@ __all__ = [
     "Answer",
     "AuditRecord",
     "AuditSource",
+    "Banner",
     "Block",
     "BlockKind",
     "Chunk",
@@ -72,6 +73,17 @@ class Reasoning(str):
     `ChatModel.stream` yields these among its answer deltas: a plain ``str`` to code
     that does not look, so the service can keep reasoning out of the answer (never
     shown as answer text, never cite-checked) and show it collapsed in the trace.
+    """
+
+    __slots__ = ()
+
+
+class Banner(str):
+    """A delta naming how an answer is made (the offline label), not part of its text.
+
+    An answer producer yields at most one, first; the service keeps it out of the
+    answer and hands it to the doors as data (`AnswerStream.banner`), so no door
+    finds it by its words.
     """
 
     __slots__ = ()
@@ -399,6 +411,8 @@ ANONYMOUS = User()
 
 # How much of a conversation is kept as context: the newest turns, each cut to a length.
 MAX_TURNS = 12
+# The most sources a question may ask for, whichever door it came through.
+MAX_K = 10
 MAX_TURN_CHARS = 4000
 
 

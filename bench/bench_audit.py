@@ -1,8 +1,8 @@
 """What the audit log costs an answer, over a real index and an evaluation set.
 
 Every question of the set is answered as the chat does (offline unless
-``ASSISTANT_LLM_*`` is set) and recorded through `ChatAudit`, as the chat records
-it; prints the answer time, the time the audit call adds to the answer path
+``ASSISTANT_LLM_*`` is set) and recorded by the desk, as the chat's are; prints
+the answer time, the time checking and recording add to the answer path
 (record made, queued), the final flush and the database size. The records go
 to the index's audit database (``INDEX-audit.sqlite3``), ready for
 ``python -m assistant report --index INDEX``.
@@ -18,37 +18,30 @@ import sys
 import time
 from pathlib import Path
 
-from assistant.answering.service import finish
 from assistant.config import Settings
-from assistant.session.stack import open_stack
-from assistant.types import ANONYMOUS, SearchFilters
-from assistant.web.feedback import ChatAudit
+from assistant.session import AnswerTurn, Request, open_desk
 
 
 def main(index: Path, questions: Path) -> None:
     settings = Settings.from_env({"ASSISTANT_INDEX": str(index)})
-    stack = open_stack(settings)
-    service, log = stack.assistant, stack.log
+    desk = open_desk(settings)
+    log = desk.log
     assert log is not None, "ASSISTANT_AUDIT is off"
-    audit = ChatAudit(log, doc_meta=stack.doc_meta)
     costs, answer_ms = [], []
     lines = [json.loads(line) for line in questions.read_text().splitlines() if line.strip()]
     for line in lines:
         started = time.perf_counter()
-        run = service.ask(line["question"])
-        answer, shown = finish(run)
-        answered = time.perf_counter()
-        audit.answered(
-            run,
-            answer,
-            shown,
-            question=line["question"],
-            filters=SearchFilters(),
-            user=ANONYMOUS,
-            timings_s={"total": answered - started},
-        )
-        answer_ms.append((answered - started) * 1000)
-        costs.append((time.perf_counter() - answered) * 1000)
+        asked = desk.request(line["question"])
+        turn = desk.ask(asked, door="bench") if isinstance(asked, Request) else asked
+        if not isinstance(turn, AnswerTurn):
+            print(f"not asked: {turn}")
+            continue
+        answered = started
+        for _ in turn:  # the last event comes once the answer is checked and recorded
+            finished, answered = answered, time.perf_counter()
+        turn.close()
+        answer_ms.append((finished - started) * 1000)
+        costs.append((answered - finished) * 1000)
     flushing = time.perf_counter()
     log.flush()
     flush_ms = (time.perf_counter() - flushing) * 1000
@@ -56,7 +49,7 @@ def main(index: Path, questions: Path) -> None:
     unanswered = sum(r.no_match or r.not_covered for r, _ in rows)
     print(f"questions {len(lines)}, records {len(rows)}, unanswered {unanswered}")
     print(
-        f"answer median {statistics.median(answer_ms):.0f} ms; audit call on the answer path "
+        f"answer median {statistics.median(answer_ms):.0f} ms; check and record on the answer path "
         f"median {statistics.median(costs):.2f} ms, max {max(costs):.2f} ms; "
         f"final flush {flush_ms:.0f} ms"
     )

@@ -34,7 +34,7 @@ from assistant.answering.regions import own_rules_first
 from assistant.answering.units import segment
 from assistant.answering.wholes import whole_fact, whole_table
 from assistant.protocols import Embedder, Reader
-from assistant.types import Hit
+from assistant.types import Banner, Hit
 from assistant.words import STOPWORDS, WORD, content_words, quoted_list, topic_words
 
 __all__ = [
@@ -221,13 +221,9 @@ def draft_extractive(
         calibration=calibration,
     )
     covered = decision.covered
-    candidates = _candidates(sources)
-    quoted = own_rules_first(question, ranked, weights.regional)
-    passages: tuple[Passage, ...] = ()
-    if covered or decision.hedged:
-        passages = _passages(question, choose(quoted, weights=weights), candidates)
-    if not covered:
-        passages = passages[:_HEDGED_PASSAGES]
+    passages = (
+        _quoted(question, ranked, sources, decision, weights) if covered or decision.hedged else ()
+    )
     logger.debug(
         "offline draft: %s, p(answers) %.2f",
         "covered" if covered else f"not covered ({decision.reason})",
@@ -243,6 +239,19 @@ def draft_extractive(
         decision=decision,
         hedged=decision.hedged and bool(passages),
     )
+
+
+def _quoted(
+    question: str,
+    ranked: Sequence[Ranked],
+    sources: Sequence[Hit],
+    decision: Decision,
+    weights: Weights,
+) -> tuple[Passage, ...]:
+    """Return the passages a covered draft quotes; a hedged one quotes only the closest."""
+    quoted = own_rules_first(question, ranked, weights.regional)
+    passages = _passages(question, choose(quoted, weights=weights), _candidates(sources))
+    return passages if decision.covered else passages[:_HEDGED_PASSAGES]
 
 
 def extract_passages(
@@ -277,7 +286,10 @@ def stream_extractive(
     """
     if draft is None:
         draft = draft_extractive(question, sources, embedder=embedder, unknown_words=unknown_words)
-    yield from _DELTA.findall(draft.text)
+    # The label is the first delta, typed, so the service hands it on as data.
+    label = EXTRACTIVE_LABEL + "\n\n"
+    yield Banner(label)
+    yield from _DELTA.findall(draft.text.removeprefix(label))
 
 
 def relevant_unknown_words(words: Sequence[str], sources: Sequence[Hit]) -> tuple[str, ...]:

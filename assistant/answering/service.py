@@ -23,7 +23,6 @@ from dataclasses import replace
 
 from assistant.answering.citations import check_answer
 from assistant.answering.extractive import (
-    EXTRACTIVE_LABEL,
     Draft,
     draft_extractive,
     stream_extractive,
@@ -42,6 +41,7 @@ from assistant.types import (
     MAX_TURN_CHARS,
     MAX_TURNS,
     Answer,
+    Banner,
     Hit,
     Reasoning,
     SearchFilters,
@@ -62,6 +62,7 @@ FALLBACK_LABEL = "Extracted passages (the language model is not available right 
 # Produces the offline answer instead: its deltas, mode, prompt and search result.
 Fallback = Callable[[], tuple[Iterator[str], str, Prompt | None, SearchResult]]
 STREAM_FAILED = "The answer stopped because of an unexpected error; try again."
+NOT_COVERED_REASON = "the language model found no answer in the closest sections"
 # The reasoning kept for the trace; a model that thinks at length is cut here.
 MAX_REASONING_CHARS = 20_000
 REASONING_CUT = "\n[... reasoning cut at 20,000 characters]"
@@ -113,6 +114,7 @@ class AnswerRun:
         self._fell_back = ""
         self._reasoning: list[str] = []
         self._reasoning_chars = 0
+        self._banner = ""
 
     def __iter__(self) -> Iterator[str]:
         if self._iterated or self._closed:
@@ -137,6 +139,9 @@ class AnswerRun:
                     # Never answer text: not shown, not checked, not counted as a first token.
                     self._keep_reasoning(delta)
                     continue
+                if isinstance(delta, Banner):  # the mode's label: data, not answer text
+                    self._banner = delta.strip()
+                    continue
                 if not self._first_ms:
                     self._first_ms = _ms_since(self._started)
                 safe = self._safe.feed(delta)
@@ -159,6 +164,21 @@ class AnswerRun:
             return
         self._reasoning.append(delta[:room] + (REASONING_CUT if len(delta) > room else ""))
         self._reasoning_chars += len(delta)
+
+    @property
+    def banner(self) -> str:
+        """Return the label of how the answer is made ("" for a model's own answer)."""
+        return self._banner
+
+    @property
+    def timings_ms(self) -> dict[str, float]:
+        """Return the timings measured so far: retrieval, first token, total."""
+        named = {
+            "retrieval": self._retrieval_ms,
+            "first token": self._first_ms,
+            "total": self._total_ms,
+        }
+        return {name: round(ms) for name, ms in named.items() if ms or name == "retrieval"}
 
     @property
     def reasoning(self) -> str:
@@ -226,8 +246,7 @@ class AnswerRun:
         if answer.not_covered:
             # The model's own "not covered" gets the no-match experience: the plain
             # statement and the closest sections, never a half-answer.
-            reason = "the language model found no answer in the closest sections"
-            shown = no_match_message(prompt.sources, reason=reason)
+            shown = no_match_message(prompt.sources, reason=NOT_COVERED_REASON)
             return replace(answer, text=shown, citations=(), unsupported_sentences=())
         return answer
 
@@ -512,22 +531,20 @@ def _for_the_model(result: SearchResult) -> SearchResult:
 
 
 def _with_fallback_note(deltas: Iterator[str]) -> Iterator[str]:
-    """Yield ``deltas`` with a note that the model could not answer at the start."""
-    head: str | None = ""
+    """Yield ``deltas`` with a note that the model could not answer at the start.
+
+    The offline answer's label becomes the fallback's; an answer without one gets the
+    note as its first paragraph.
+    """
+    first = True
     for delta in deltas:
-        if head is None:
-            yield delta
-            continue
-        head += delta
-        if len(head) < len(EXTRACTIVE_LABEL) and EXTRACTIVE_LABEL.startswith(head):
-            continue
-        if head.startswith(EXTRACTIVE_LABEL):
-            yield FALLBACK_LABEL + head[len(EXTRACTIVE_LABEL) :]
+        if first and isinstance(delta, Banner):
+            yield Banner(FALLBACK_LABEL)
+        elif first:
+            yield f"*{FALLBACK_NOTE}*\n\n{delta}"
         else:
-            yield f"*{FALLBACK_NOTE}*\n\n{head}"
-        head = None
-    if head:
-        yield f"*{FALLBACK_NOTE}*\n\n{head}"
+            yield delta
+        first = False
 
 
 def _drafted(draft: Draft) -> Callable[[], Iterator[str]]:

@@ -1,27 +1,27 @@
 """An answer's text as a plain API client shows it, produced as the deltas stream.
 
 Clients of the API render Markdown or do not (a terminal, a bot, a log), so the text is
-plain: no mode banner (the mode is the ``mode`` field), no HTML entities or backslash
+plain: no mode banner (the service hands it on as data; the mode is the ``mode`` field),
+no HTML entities or backslash
 escapes, no image, link or tag from a document (`assistant.session.plain.plain_reply`).
 Citations are numbered from [1] in the order the text shows them: source 2 cited first
 reads [1], and the ``sources`` field is numbered the same way (`ReplyText.numbers`).
 
-A delta is held back until what follows cannot change it: the banner is still possible,
-or the line has an open ``[``, ``(``, ``<`` or code span (a link or tag split across
-deltas). So the streamed text is the text of the whole answer, converted at once.
+A delta is held back until what follows cannot change it: the line has an open ``[``,
+``(``, ``<`` or code span (a link or tag split across deltas). So the streamed text is
+the text of the whole answer, converted at once.
 """
 
 from __future__ import annotations
 
 import re
 
-from assistant.session.plain import MODE_BANNERS, plain_reply
+from assistant.session import plain_reply
 
 __all__ = ["ReplyText"]
 
 # A citation marker of the answer, not a backslashed one (a document's "[2]") nor a label.
 _MARKER = re.compile(r"(?<![\\\[])\[(\d{1,3})\](?!\()")
-_BANNERS = tuple(banner + "\n\n" for banner in MODE_BANNERS)
 # Held text longer than this goes out even with an open bracket: a stray "(" must not
 # hold a whole answer back.
 MAX_HELD_CHARS = 2000
@@ -40,24 +40,17 @@ class ReplyText:
         self._sources = sources
         self._order: dict[int, int] = {}
         self._held = ""
-        self._banner_possible = True
 
     def feed(self, delta: str) -> str:
         """Return the text to send for ``delta`` (maybe "", when it is held back)."""
         self._held += delta
-        if self._banner_possible:
-            if any(banner.startswith(self._held) for banner in _BANNERS):
-                return ""
-            self._held = _without_banner(self._held)
-            self._banner_possible = False
         cut = _safe_cut(self._held)
         ready, self._held = self._held[:cut], self._held[cut:]
         return self.renumbered(ready) if ready else ""
 
     def finish(self) -> str:
         """Return the text still held back."""
-        held, self._held = _without_banner(self._held), ""
-        self._banner_possible = False
+        held, self._held = self._held, ""
         return self.renumbered(held) if held else ""
 
     def renumbered(self, text: str) -> str:
@@ -75,13 +68,6 @@ class ReplyText:
         if not 1 <= number <= self._sources:
             return match[0]  # no source of ours: the citation check deals with it
         return f"[{self._order.setdefault(number, len(self._order) + 1)}]"
-
-
-def _without_banner(text: str) -> str:
-    for banner in MODE_BANNERS:
-        if text.startswith(banner):
-            return text[len(banner) :].lstrip("\n")
-    return text
 
 
 def _safe_cut(text: str) -> int:

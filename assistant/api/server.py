@@ -27,7 +27,6 @@ import logging
 import os
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from typing import Any
 
 import uvicorn
@@ -54,13 +53,23 @@ from assistant.api.protocol import (
 )
 from assistant.api.reply import ReplyText
 from assistant.config import Settings
-from assistant.errors import AssistantError, IndexNotFoundError, RequestError
-from assistant.protocols import ChatService
-from assistant.session.turn import AnswerTurn, AuditLog, DocLookup, Outcome, TurnAudit, start_turn
+from assistant.errors import AssistantError, RequestError
+from assistant.session import (
+    MAX_K,
+    MAX_QUESTION_CHARS,
+    AnswerTurn,
+    Delta,
+    Desk,
+    Finished,
+    Outcome,
+    Problem,
+    open_desk,
+)
+from assistant.session import Request as Asked
 from assistant.tokens import Tokenizer, get_tokenizer
 from assistant.types import ANONYMOUS, MAX_TURN_CHARS, User
 
-__all__ = ["ApiAudit", "Gate", "build_api", "create_app", "serve"]
+__all__ = ["Gate", "build_api", "create_app", "serve"]
 
 logger = logging.getLogger(__name__)
 
@@ -121,28 +130,51 @@ def _error(status: int, message: str, *, kind: str, code: str, param: str = "") 
     )
 
 
-@dataclass(frozen=True, slots=True)
-class ApiAudit:
-    """Where the API records its answers, and how it finds each source's version."""
+def _problem(problem: Problem) -> JSONResponse:
+    """Return the HTTP answer to a question the desk would not (or could not) answer."""
+    if problem.kind == "no index":
+        return _error(503, NO_INDEX_MESSAGE, kind="server_error", code="index_not_found")
+    if problem.kind in ("store down", "failed"):
+        # Store and model errors name paths and hosts: the client gets the kind only.
+        message = f"The assistant could not answer ({problem.value}); see the server log."
+        return _error(500, message, kind="server_error", code="answer_failed")
+    code, param, message = _REFUSALS[problem.kind]
+    if problem.kind in ("unknown filter", "ambiguous filter"):
+        param = "sources" if problem.field == "source" else "tags"
+        message = _filter_message(problem)
+    return _error(400, message.format(length=problem.length), kind=_INVALID, code=code, param=param)
 
-    log: AuditLog
-    doc_meta: DocLookup | None = None
+
+_INVALID = "invalid_request_error"
+_REFUSALS = {
+    "empty": ("invalid_messages", "messages", "the user's question has no text"),
+    "too long": (
+        "context_length_exceeded",
+        "messages",
+        "the question is {length:,} characters long; the limit is " + f"{MAX_QUESTION_CHARS:,}",
+    ),
+    "bad k": ("invalid_option", "k", f"assistant.k must be an integer 1-{MAX_K}"),
+    "unknown filter": ("unknown_filter", "", ""),
+    "ambiguous filter": ("unknown_filter", "", ""),
+}
+
+
+def _filter_message(problem: Problem) -> str:
+    noun = "document" if problem.field == "source" else "tag"
+    field = "sources" if problem.field == "source" else "tags"
+    close = " or ".join(repr(c) for c in problem.close)
+    if problem.kind == "ambiguous filter":
+        return f"assistant.{field}: {problem.value!r} fits several documents: {close}"
+    hint = f"; did you mean {close}?" if close else ""
+    return f"assistant.{field}: no {noun} {problem.value!r} in the index{hint}"
 
 
 class _Api:
-    """The routes' state: one service, the keys, the gate, the settings, the audit log."""
+    """The routes' state: one desk, the keys, the gate, the settings."""
 
-    def __init__(
-        self,
-        service: ChatService,
-        *,
-        settings: Settings,
-        keys: KeyStore,
-        tokenizer: Tokenizer,
-        audit: ApiAudit | None = None,
-    ) -> None:
-        self.audit = TurnAudit(audit.log, door="api", doc_meta=audit.doc_meta) if audit else None
-        self.service = service
+    def __init__(self, desk: Desk, *, keys: KeyStore, tokenizer: Tokenizer) -> None:
+        self.desk = desk
+        settings = desk.settings
         self.settings = settings
         self.keys = keys
         self.tokenizer = tokenizer
@@ -187,7 +219,7 @@ class _Api:
 
     def count(self, request: ChatRequest) -> int:
         """Return the prompt tokens we report: the question and the history kept."""
-        texts = [request.question, *(turn.text for turn in request.turns)]
+        texts = [request.question, *(turn.text for turn in request.turns)]  # as sent
         return sum(self.tokenizer.count(text) for text in texts)
 
 
@@ -250,28 +282,22 @@ async def _parsed_chat(api: _Api, request: Request) -> ChatRequest | Response:
 
 
 def build_api(
-    service: ChatService,
-    *,
-    settings: Settings,
-    keys: KeyStore | None = None,
-    tokenizer: Tokenizer | None = None,
-    audit: ApiAudit | None = None,
+    desk: Desk, *, keys: KeyStore | None = None, tokenizer: Tokenizer | None = None
 ) -> Starlette:
     """Return the ASGI app serving ``/v1/models`` and ``/v1/chat/completions``.
 
     Args:
-        service: Answers questions (shared by every request of this process).
-        settings: Collection (the model id), API limits, public URL, keys file.
+        desk: Checks and answers questions (shared by every request of this process) and
+            records each finished answer; its settings give the collection (the model
+            id), the API limits, the public URL and the keys file.
         keys: The keys (default: the file named by the settings).
         tokenizer: Counts ``usage`` tokens (default: the project's tiktoken encoding).
-        audit: Records each finished answer; None records nothing.
     """
+    settings = desk.settings
     api = _Api(
-        service,
-        settings=settings,
+        desk,
         keys=keys or open_key_store(settings),
         tokenizer=tokenizer or get_tokenizer(settings.chunking.encoding),
-        audit=audit,
     )
 
     async def list_models(request: Request) -> Response:
@@ -303,7 +329,19 @@ def build_api(
         parsed = await _parsed_chat(api, request)
         if isinstance(parsed, Response):
             return parsed
-        return await _answer(api, parsed, user)
+        # In a thread: resolving the filters reads the index snapshot.
+        asked = await run_in_threadpool(
+            api.desk.request,
+            parsed.question,
+            history=parsed.turns,
+            k=parsed.k,
+            sources=parsed.sources,
+            tags=parsed.tags,
+            user=user,
+        )
+        if isinstance(asked, Problem):
+            return _problem(asked)
+        return await _answer(api, parsed, asked)
 
     async def health(request: Request) -> Response:
         return _json({"status": "ok"})
@@ -373,7 +411,7 @@ def _model(api: _Api, name: str) -> dict[str, Any]:
     return {"id": name, "object": "model", "created": api.created, "owned_by": OWNER}
 
 
-async def _answer(api: _Api, request: ChatRequest, user: User) -> Response:
+async def _answer(api: _Api, request: ChatRequest, asked: Asked) -> Response:
     if not await api.gate.enter():
         return _error(
             429,
@@ -382,29 +420,13 @@ async def _answer(api: _Api, request: ChatRequest, user: User) -> Response:
             code="rate_limit_exceeded",
         )
     try:
-        turn = await run_in_threadpool(
-            start_turn,
-            api.service,
-            request.question,
-            request.turns,
-            k=request.k,
-            filters=request.filters,
-            user=user,
-            audit=api.audit,
-        )
-    except IndexNotFoundError as exc:
-        api.gate.leave()
-        logger.warning("API asked before an index exists: %s", exc)
-        return _error(503, NO_INDEX_MESSAGE, kind="server_error", code="index_not_found")
-    except AssistantError as exc:
-        api.gate.leave()
-        # Store and model errors name paths and hosts: the client gets the kind only.
-        logger.warning("API answer failed before streaming: %s", exc)
-        message = f"The assistant could not answer ({type(exc).__name__}); see the server log."
-        return _error(500, message, kind="server_error", code="answer_failed")
+        turn = await run_in_threadpool(api.desk.ask, asked, door="api")
     except BaseException:
         api.gate.leave()
         raise
+    if isinstance(turn, Problem):
+        api.gate.leave()
+        return _problem(turn)
     if request.stream:
         return _GatedStream(_events(api, request, turn), release=_releaser(api, turn))
     try:
@@ -469,15 +491,17 @@ async def _events(api: _Api, request: ChatRequest, turn: AnswerTurn) -> AsyncIte
     outcome: Outcome | None = None
     failure = ""
     try:
-        async for delta in iterate_in_threadpool(turn):
-            if shown := reply.feed(delta):
-                sent.append(shown)
-                yield event({"content": shown})
-        # As in the chat, an answer that failed part way is not recorded.
-        outcome = await run_in_threadpool(turn.finish)
-    except AssistantError as exc:
-        logger.warning("API answer failed while streaming: %s", exc)
-        failure = f"Sorry, the assistant could not finish the answer ({type(exc).__name__})."
+        # In a thread: finishing records the answer, looking up versions in the snapshot.
+        async for happened in iterate_in_threadpool(turn):
+            if isinstance(happened, Delta):
+                if shown := reply.feed(happened.text):
+                    sent.append(shown)
+                    yield event({"content": shown})
+            elif isinstance(happened, Finished):
+                outcome = happened.outcome
+            else:  # as in the chat, an answer that failed part way is not recorded
+                kind = happened.problem.value
+                failure = f"Sorry, the assistant could not finish the answer ({kind})."
     finally:
         turn.close()
     tail = reply.finish()
@@ -510,21 +534,19 @@ def create_app() -> Starlette:
     Raises:
         AssistantError: A setting is invalid or the embedding model cannot be loaded.
     """
-    from assistant.session.stack import open_stack
-
     settings = Settings.from_env(os.environ)
-    stack = open_stack(settings)
+    desk = open_desk(settings)
     try:
         # Load the model now, not on this worker's first question (a second or two).
-        stack.retriever.embedder.embed(["warm-up"])
+        if desk.embedder is not None:
+            desk.embedder.embed(["warm-up"])
     except AssistantError as exc:
         logger.warning("the embedding model failed to load: %s", exc)
     keys = open_key_store(settings)
     if not keys.configured() and not settings.api.anonymous_loopback:
         logger.warning("no API key in %s: every request gets 401", keys.path)
-    audit = ApiAudit(stack.log, doc_meta=stack.doc_meta) if stack.log else None
     logger.info("API worker %d ready", os.getpid())
-    return build_api(stack.assistant, settings=settings, keys=keys, audit=audit)
+    return build_api(desk, keys=keys)
 
 
 def serve(settings: Settings, *, log_level: str = "warning") -> None:

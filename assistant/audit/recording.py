@@ -8,7 +8,6 @@ audit bug must never cost anyone the answer.
 from __future__ import annotations
 
 import logging
-import re
 import uuid
 from collections.abc import Callable, Mapping
 
@@ -29,8 +28,6 @@ __all__ = ["DocLookup", "make_record", "new_record_id", "record_answer"]
 logger = logging.getLogger(__name__)
 
 DocLookup = Callable[[str], DocMeta | None]
-# The service's trace says "retrieval: 12 ms", "first token: 80 ms", "total: 95 ms".
-_TIMING = re.compile(r"^(retrieval|first token|total): ([0-9.]+) ms$")
 
 
 def new_record_id() -> str:
@@ -82,7 +79,7 @@ def make_record(
             )
         )
     mode = stream.mode
-    timings = _trace_timings(stream.trace())
+    timings = dict(stream.timings_ms)
     timings.update({name: round(ms, 1) for name, ms in (timings_ms or {}).items()})
     return AuditRecord(
         record_id=record_id or new_record_id(),
@@ -99,15 +96,6 @@ def make_record(
         unsupported=answer.unsupported_sentences,
         timings_ms=tuple(timings.items()),
     )
-
-
-def _trace_timings(lines: tuple[str, ...]) -> dict[str, float]:
-    found = {}
-    for line in lines:
-        match = _TIMING.match(line)
-        if match:
-            found[match[1]] = float(match[2])
-    return found
 
 
 def record_answer(

@@ -19,11 +19,11 @@ from typing import TextIO
 from assistant.config import Settings
 from assistant.errors import ConfigError
 from assistant.protocols import Searcher
-from assistant.session.stack import BoundSearcher
+from assistant.session import searching_as
 from assistant.types import ADMIN_GROUP, User
 from assistant.users import add_user, load_directory
 
-__all__ = ["LOCAL_OPERATOR", "BoundSearcher", "cli_user", "run_users"]
+__all__ = ["LOCAL_OPERATOR", "bind", "cli_user", "run_users"]
 
 LOCAL_OPERATOR = User(name="local", groups=frozenset({ADMIN_GROUP}))
 
@@ -45,7 +45,7 @@ def cli_user(name: str | None, settings: Settings) -> User:
 
 def bind(factory: Callable[[Settings], Searcher], user: User) -> Callable[[Settings], Searcher]:
     """Return ``factory`` with each searcher it makes bound to ``user``."""
-    return lambda settings: BoundSearcher(factory(settings), user)
+    return lambda settings: searching_as(factory(settings), user)
 
 
 def add_users_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -31,24 +31,27 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TextIO
 
 from assistant.cli._common import EXIT_OK, json_text
-from assistant.cli._filters import resolve_filters
+from assistant.cli._filters import problem_error
 from assistant.cli.access import LOCAL_OPERATOR
 from assistant.config import Settings
 from assistant.errors import AssistantError, ConfigError
-from assistant.protocols import ChatService, Searcher
-from assistant.session.plain import unescape_markdown
-from assistant.session.sources import shown_entries, source_entries
-from assistant.session.stack import BoundSearcher, open_assistant, open_log, snapshot_lookup
-from assistant.session.turn import AuditLog, Outcome, TurnAudit, start_turn
+from assistant.protocols import Searcher
+from assistant.session import (
+    Desk,
+    Outcome,
+    Problem,
+    open_desk,
+    shown_entries,
+    unescape_markdown,
+    user_of,
+)
 from assistant.types import HEADING_SEPARATOR, Hit, SearchFilters, User
 
-__all__ = ["answer_to_json", "format_answer", "run_ask"]
+__all__ = ["answer_to_json", "ask_with", "format_answer", "run_ask"]
 
 logger = logging.getLogger(__name__)
 
@@ -61,17 +64,27 @@ AUDIT_FLUSH_S = 6.0
 class _Asking:
     """What each answer of one ``ask`` run needs besides its question."""
 
-    service: ChatService
-    k: int
+    desk: Desk
+    k: int | None
     filters: SearchFilters
     user: User
-    audit: TurnAudit | None
 
     def ask(self, question: str) -> Outcome:
-        """Answer ``question`` and queue its audit record (never raising for the audit)."""
-        turn = start_turn(
-            self.service, question, k=self.k, filters=self.filters, user=self.user, audit=self.audit
+        """Answer ``question`` and queue its audit record (never raising for the audit).
+
+        Raises:
+            AssistantError: The desk refused the question or could not answer it.
+        """
+        asked = self.desk.request(
+            question,
+            k=self.k,
+            sources=self.filters.sources,
+            tags=self.filters.tags,
+            user=self.user,
         )
+        turn = asked if isinstance(asked, Problem) else self.desk.ask(asked, door="ask")
+        if isinstance(turn, Problem):
+            raise problem_error(turn)
         return turn.run()
 
 
@@ -85,45 +98,53 @@ def run_ask(
 ) -> int:
     """Answer ``args.question``, or every JSON line of ``stdin`` with ``--json``.
 
+    The filters and ``k`` are checked once, before any question (a usage error).
+
     Raises:
-        ConfigError: No question and no ``--json``.
+        ConfigError: No question and no ``--json``, a blank question, ``k`` or a filter
+            value the index does not hold.
         AssistantError: Answering the one question given failed (for example, no index).
     """
-    service = open_assistant(settings, searcher=searcher)
-    filters = resolve_filters(
-        SearchFilters(sources=tuple(args.source), tags=tuple(args.tag)), searcher
-    )
     if not args.json and args.question is None:
         raise ConfigError("give a question, or --json to read questions from stdin")
-    with _audit_log(settings, off=getattr(args, "no_audit", False)) as log:
-        asking = _Asking(
-            service,
-            k=settings.retrieval.top_k,
-            filters=filters,
-            user=searcher.user if isinstance(searcher, BoundSearcher) else LOCAL_OPERATOR,
-            audit=TurnAudit(log, door="ask", doc_meta=snapshot_lookup(searcher)) if log else None,
-        )
-        if not args.json:
-            outcome = asking.ask(args.question)
-            print(format_answer(outcome), file=out)
-            return EXIT_OK
-        if args.question is not None:
-            _write(out, _answer_line(asking, None, args.question))
-            return EXIT_OK
-        for line in stdin:
-            if line.strip():
-                _write(out, _request_line(asking, line))
+    desk = open_desk(settings, searcher=searcher, audit=not getattr(args, "no_audit", False))
+    try:
+        return ask_with(desk, args, stdin=stdin, out=out, user=user_of(searcher, LOCAL_OPERATOR))
+    finally:
+        desk.close(AUDIT_FLUSH_S)
+
+
+def ask_with(
+    desk: Desk, args: argparse.Namespace, *, stdin: TextIO, out: TextIO, user: User
+) -> int:
+    """Answer as `run_ask` does, through ``desk`` (the door's whole work: tests run it).
+
+    Raises:
+        ConfigError: A blank question, ``k`` or a filter value the index does not hold.
+        AssistantError: Answering the one question given failed (for example, no index).
+    """
+    asking = _checked(args, desk, user)
+    if not args.json:
+        outcome = asking.ask(args.question)
+        print(format_answer(outcome), file=out)
+        return EXIT_OK
+    if args.question is not None:
+        _write(out, _answer_line(asking, None, args.question))
+        return EXIT_OK
+    for line in stdin:
+        if line.strip():
+            _write(out, _request_line(asking, line))
     return EXIT_OK
 
 
-@contextmanager
-def _audit_log(settings: Settings, *, off: bool) -> Iterator[AuditLog | None]:
-    log = None if off else open_log(settings)
-    try:
-        yield log
-    finally:
-        if log is not None:
-            log.close(AUDIT_FLUSH_S)
+def _checked(args: argparse.Namespace, desk: Desk, user: User) -> _Asking:
+    """Return the run's asking, its ``k`` and filters checked as any question's are."""
+    k = getattr(args, "k", None)
+    probe = args.question if args.question is not None else "?"
+    asked = desk.request(probe, k=k, sources=args.source, tags=args.tag, user=user)
+    if isinstance(asked, Problem):
+        raise problem_error(asked)
+    return _Asking(desk, k=asked.k, filters=asked.filters, user=user)
 
 
 def _request_line(asking: _Asking, line: str) -> dict[str, object]:
@@ -160,7 +181,7 @@ def answer_to_json(outcome: Outcome) -> dict[str, object]:
     """Return the contract shape of one finished answer (without ``id``)."""
     answer = outcome.answer
     return {
-        "answer": unescape_markdown(outcome.shown),
+        "answer": unescape_markdown(outcome.seen),
         "mode": outcome.mode,
         "no_good_match": outcome.mode == "no good match",
         "citations": [{"n": c.number, **_where(c.hit)} for c in answer.citations],
@@ -189,8 +210,8 @@ def format_answer(outcome: Outcome) -> str:
     match, or an answer without markers) every source is listed, as the chat does.
     """
     answer = outcome.answer
-    shown_sources = shown_entries(source_entries(answer))
-    lines = [unescape_markdown(outcome.shown)]
+    shown_sources = shown_entries(outcome.sources)
+    lines = [unescape_markdown(outcome.seen)]
     if shown_sources:
         title = "Closest sections:" if outcome.mode == "no good match" else "Sources:"
         lines += ["", title]

@@ -197,7 +197,7 @@ def _answer_reports(
 ) -> tuple[AnswerReport, ...]:
     from assistant.answering.evaluation import Oracle, evaluate_answers
     from assistant.answering.oracle import OracleModel
-    from assistant.session.stack import open_assistant
+    from assistant.session import open_assistant
 
     service = open_assistant(settings, searcher=searcher, embedder=embedder)
     oracle = None
@@ -248,7 +248,7 @@ def run_sweep(
 ) -> list[SweepRow]:
     """Index ``docs`` once per chunking setting (temporary index); evaluate every combination."""
     from assistant.index.ingest import ingest
-    from assistant.session.stack import open_searcher
+    from assistant.session import open_searcher
 
     rows: list[SweepRow] = []
     for tokens, overlap in itertools.product(grid["chunk_tokens"], grid["overlap"]):

@@ -19,7 +19,7 @@ from assistant.cli._common import EXIT_OK, printable
 from assistant.config import Settings
 from assistant.errors import AssistantError, ConfigError
 from assistant.protocols import Embedder
-from assistant.session.stack import shared_embedder
+from assistant.session import shared_embedder
 from assistant.types import AuditRecord, Feedback
 
 __all__ = ["chart_png", "run_report"]

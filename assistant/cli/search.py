@@ -33,12 +33,12 @@ from assistant.cli._common import (
     report_error,
     settings_with_index,
 )
-from assistant.cli._filters import resolve_filters
-from assistant.cli.access import add_users_parser, bind, cli_user, run_users
+from assistant.cli._filters import problem_error
+from assistant.cli.access import LOCAL_OPERATOR, add_users_parser, bind, cli_user, run_users
 from assistant.config import Settings
 from assistant.errors import AssistantError, ConfigError
 from assistant.protocols import Embedder, Searcher
-from assistant.session.stack import open_searcher, shared_embedder
+from assistant.session import Problem, filters_for, open_searcher, shared_embedder, user_of
 from assistant.types import HEADING_SEPARATOR, SearchFilters, SearchResult
 from assistant.words import is_valid_unicode, quoted_list, topic_words
 
@@ -239,7 +239,9 @@ def _check_question(args: argparse.Namespace) -> None:
 
 
 def _search(args: argparse.Namespace, settings: Settings, io: _IO, searcher: Searcher) -> int:
-    filters = resolve_filters(_filters(args), searcher)
+    filters = filters_for(searcher, _filters(args), user_of(searcher, LOCAL_OPERATOR))
+    if isinstance(filters, Problem):
+        raise problem_error(filters)
     k = settings.retrieval.top_k
     if args.json:
         if args.question is not None:

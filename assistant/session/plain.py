@@ -12,23 +12,20 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from assistant.answering.extractive import EXTRACTIVE_LABEL
-from assistant.answering.safety import unescape_markdown
-from assistant.answering.service import FALLBACK_LABEL
+from assistant.answering.citations import defuse_markers
+from assistant.answering.safety import escape_markdown, unescape_markdown
 
-# unescape_markdown: the neutraliser's escapes taken out, for the doors' plain outputs.
+# The neutraliser's escapes put in and taken out, and a document's own "[2]" defused
+# (never a citation), for what the doors render.
 __all__ = [
-    "MODE_BANNERS",
+    "defuse_markers",
+    "escape_markdown",
     "inert_text",
     "plain_reply",
     "plain_text",
     "table_row_text",
     "unescape_markdown",
 ]
-
-# The first line of an offline answer names the mode; a door that shows the mode as data
-# leaves it out of the text.
-MODE_BANNERS = (EXTRACTIVE_LABEL, FALLBACK_LABEL)
 
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
 _SETEXT = re.compile(r"^\s{0,3}(=+|-+)\s*$")

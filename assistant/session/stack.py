@@ -3,13 +3,14 @@
 `open_stack` opens the retriever (and its index reader), the assistant over it and the
 audit log; the doors (chat, API, ``ask``) hold the `Stack` and never call the factories
 themselves. `shared_embedder` is the per-process embedder cache the commands share (the
-model loads once, whichever command asks first). `BoundSearcher` is a searcher that
-always searches as one user.
+model loads once, whichever command asks first). `searching_as` binds a searcher to
+one user.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from assistant.answering.service import Assistant, build_assistant
@@ -17,24 +18,25 @@ from assistant.audit.log import AuditLog, open_audit_log
 from assistant.audit.recording import DocLookup
 from assistant.config import Settings
 from assistant.embeddings.factory import make_embedder
-from assistant.errors import AssistantError
 from assistant.protocols import Embedder, Searcher
 from assistant.retrieval.factory import open_retriever
 from assistant.retrieval.retriever import Retriever
+from assistant.session.filters import Catalogue
 from assistant.session.visibility import catalog_of
 from assistant.types import ANONYMOUS, DocMeta, IndexSnapshot, SearchFilters, SearchResult, User
 
 __all__ = [
-    "BoundSearcher",
     "Stack",
+    "catalogue_of",
     "embedder_of",
     "open_assistant",
     "open_log",
     "open_searcher",
     "open_stack",
-    "searcher_catalog",
+    "searching_as",
     "shared_embedder",
     "snapshot_lookup",
+    "user_of",
 ]
 
 logger = logging.getLogger(__name__)
@@ -73,7 +75,7 @@ def open_log(settings: Settings) -> AuditLog | None:
     return log
 
 
-class BoundSearcher:
+class _BoundSearcher:
     """A `Searcher` that always searches as one user, whoever the caller names."""
 
     def __init__(self, wrapped: Searcher, user: User) -> None:
@@ -94,7 +96,7 @@ class BoundSearcher:
 
 
 def _unbound(searcher: Searcher) -> Searcher:
-    return searcher.wrapped if isinstance(searcher, BoundSearcher) else searcher
+    return searcher.wrapped if isinstance(searcher, _BoundSearcher) else searcher
 
 
 def embedder_of(searcher: Searcher) -> Embedder | None:
@@ -109,22 +111,25 @@ def snapshot_lookup(searcher: Searcher) -> DocLookup | None:
     return _lookup(inner) if isinstance(inner, Retriever) else None
 
 
-def searcher_catalog(searcher: Searcher) -> tuple[list[tuple[str, str]], list[str]] | None:
-    """Return the ``(source, title)`` pairs and tags the searcher's user may see.
+def searching_as(searcher: Searcher, user: User) -> Searcher:
+    """Return a searcher that always searches as ``user``, whoever the caller names."""
+    return _BoundSearcher(_unbound(searcher), user)
 
-    None when the searcher cannot list its index (a test fake) or the index cannot be
-    read yet: the search itself then reports the missing index.
+
+def user_of(searcher: Searcher, default: User) -> User:
+    """Return the user a searcher from `searching_as` searches as, else ``default``."""
+    return searcher.user if isinstance(searcher, _BoundSearcher) else default
+
+
+def catalogue_of(searcher: Searcher) -> Callable[[User], Catalogue] | None:
+    """Return the catalogue a user may see behind a `Retriever` (bound or not), else None.
+
+    None when the searcher cannot list its index (a test fake): filters go as given.
     """
-    user = searcher.user if isinstance(searcher, BoundSearcher) else None
     inner = _unbound(searcher)
     if not isinstance(inner, Retriever):
         return None
-    try:
-        snapshot = inner.snapshot()
-    except AssistantError as exc:
-        logger.debug("no catalog: %s", exc)
-        return None
-    return catalog_of(snapshot, user)
+    return lambda user: catalog_of(inner.snapshot(), user)
 
 
 def _lookup(retriever: Retriever) -> DocLookup:
@@ -155,9 +160,9 @@ class Stack:
         """Return the current metadata of ``source`` (its version for the audit record)."""
         return self.retriever.snapshot().docs.get(source)
 
-    def searcher_for(self, user: User) -> BoundSearcher:
+    def searcher_for(self, user: User) -> Searcher:
         """Return a searcher that always searches as ``user``."""
-        return BoundSearcher(self.retriever, user)
+        return _BoundSearcher(self.retriever, user)
 
 
 def open_stack(

@@ -14,11 +14,13 @@ import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from assistant.config import StoreSettings
 from assistant.documents.access import audience_now
 from assistant.errors import AssistantError, DocumentError
+from assistant.index.files import generation_path
 from assistant.types import DocMeta, Document, IndexSnapshot, User
 
-__all__ = ["LastSnapshot", "catalog_of", "may_open_now", "readable_docs"]
+__all__ = ["LastSnapshot", "catalog_of", "indexed_at", "may_open_now", "readable_docs"]
 
 logger = logging.getLogger(__name__)
 
@@ -93,3 +95,11 @@ def may_open_now(
         logger.warning("cannot tell who may read %s: %s", document.source, exc.reason)
         return False
     return user.may_read(audience)
+
+
+def indexed_at(store: StoreSettings) -> float | None:
+    """Return when the index was last written (a POSIX time), or None when it cannot be told."""
+    try:
+        return generation_path(store).stat().st_mtime
+    except OSError:
+        return None

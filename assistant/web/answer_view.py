@@ -9,21 +9,60 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from assistant.session import MAX_K, MAX_QUESTION_CHARS, Problem
 from assistant.types import Answer, Hit, SearchFilters
 from assistant.web.format import doc_link, escape_markdown, section_path
+from assistant.words import valid_unicode
 
 __all__ = [
+    "FAILED_MESSAGE",
+    "NO_INDEX_MESSAGE",
     "SUMMARY_CHARS",
     "filter_note",
     "filter_words",
     "filters_label",
     "no_match_body",
+    "problem_words",
     "sources_collapsed",
     "sources_title",
 ]
 
 SUMMARY_CHARS = 240
 MAX_CLOSEST = 5
+
+NO_INDEX_MESSAGE = (
+    "There is no search index yet. Run `python ingest.py` to index the policy documents; "
+    "the chat uses the new index from the next question on, with no restart."
+)
+FAILED_MESSAGE = "Sorry, the assistant could not answer: {reason}"
+STORE_DOWN_REASON = (
+    "the document index cannot be reached right now. Try again in a minute; "
+    "if it persists, tell the administrator (the server log has the details)."
+)
+_PICK = (
+    "Choose documents and tags from the Filters lists (reload the page to see newly "
+    "indexed documents)."
+)
+
+
+def problem_words(problem: Problem) -> str:
+    """Return what the chat says instead of an answer (Markdown; document names escaped)."""
+    value = escape_markdown(valid_unicode(problem.value))
+    close = " or ".join(f"`{escape_markdown(c)}`" for c in problem.close)
+    words = {
+        "empty": "Please type a question.",
+        "too long": f"Your question is {problem.length:,} characters long; please shorten "
+        f"it to at most {MAX_QUESTION_CHARS:,} characters.",
+        "bad k": f"The number of sources must be a whole number from 1 to {MAX_K}.",
+        "unknown filter": f"This filter value is not in the index: {value}"
+        + (f" (did you mean {close}?)" if close else "")
+        + f". {_PICK}",
+        "ambiguous filter": f"The filter value {value} fits several documents: {close}. {_PICK}",
+        "no index": NO_INDEX_MESSAGE,
+        "store down": FAILED_MESSAGE.format(reason=STORE_DOWN_REASON),
+        "failed": FAILED_MESSAGE.format(reason=problem.detail),
+    }
+    return words[problem.kind]
 
 
 def cited_numbers(answer: Answer) -> list[int]:
@@ -56,19 +95,20 @@ def sources_collapsed(answer: Answer, *, body: str, sources_text: str) -> bool:
     return bool(cited_numbers(answer)) and len(sources_text) > len(body)
 
 
-def no_match_body(body: str, hits: Sequence[Hit]) -> str | None:
-    """Return a no-match answer with its closest sections listed once, grouped by document.
+NOT_COVERED = "The policy documents do not appear to cover this question"
+NOT_COVERED_OUTRO = "Try rephrasing, or ask the policy owner directly."
 
-    ``body`` is the service's no-match text (intro, a "- title: section" list, outro);
-    the list is replaced by one line per document with a link per section. None when
-    the body has no such list (nothing to rewrite).
+
+def no_match_body(closest: Sequence[Hit], reason: str) -> str:
+    """Return the chat's "not covered" answer: the closest sections once, grouped by document.
+
+    The sections come as data (`Outcome.closest`), each a link to its place.
     """
-    head, marker, rest = body.partition("\n\n- ")
-    if not marker or not hits:
-        return None
-    _, _, outro = rest.partition("\n\n")
+    why = f" ({escape_markdown(reason)})" if reason else ""
+    if not closest:
+        return f"{NOT_COVERED}{why}. {NOT_COVERED_OUTRO}"
     groups: dict[str, list[str]] = {}
-    for hit in hits[:MAX_CLOSEST]:
+    for hit in closest[:MAX_CLOSEST]:
         title = hit.title or hit.chunk.source
         section = " > ".join(hit.chunk.heading_path[1:]) or hit.chunk.heading_path[-1]
         link = f"[{escape_markdown(section)}]({doc_link(hit)})"
@@ -77,7 +117,8 @@ def no_match_body(body: str, hits: Sequence[Hit]) -> str | None:
     lines = [
         f"- **{escape_markdown(title)}**: " + "; ".join(links) for title, links in groups.items()
     ]
-    return "\n".join([head, "", *lines, "", outro]).rstrip()
+    intro = f"{NOT_COVERED}{why}, so I will not guess. The closest sections I found are:"
+    return "\n".join([intro, "", *lines, "", NOT_COVERED_OUTRO])
 
 
 def filter_words(filters: SearchFilters, titles: Mapping[str, str]) -> str:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from assistant.config import Settings
 from assistant.errors import AssistantError
 from assistant.protocols import Embedder, Searcher
-from assistant.session.visibility import LastSnapshot, catalog_of
+from assistant.session import LastSnapshot, open_desk
 from assistant.types import Chunk, IndexSnapshot, User
 from assistant.users import Directory, load_directory
 from assistant.web.examples import pick_examples
@@ -131,7 +131,6 @@ def build_app(
     Raises:
         AssistantError: The embedding model or tokenizer cannot be loaded.
     """
-    from assistant.session.stack import open_stack
     from assistant.web.changes import ChangeFeed
     from assistant.web.feedback import ChatAudit
     from assistant.web.suggestions import suggester
@@ -141,17 +140,20 @@ def build_app(
         auth_pairs=settings.ui.auth,
         trusted_proxies=settings.ui.trusted_proxies,
     )
-    stack = open_stack(settings, embedder=embedder)
-    retriever, service, log = stack.retriever, stack.assistant, stack.log
+    desk = open_desk(settings, embedder=embedder)
+    snapshot, searcher = desk.snapshot, desk.searcher
+    # Opened over the configured index, the desk has both.
+    assert snapshot is not None
+    assert searcher is not None
     try:
-        retriever.snapshot()
+        snapshot()
     except AssistantError as exc:
         logger.warning("starting without an index: %s", exc)
-    if log is not None:
-        atexit.register(log.close, 2.0)  # write what is queued when the server stops
-    audit = ChatAudit(log, doc_meta=stack.doc_meta) if log else None
+    if desk.log is not None:
+        atexit.register(desk.close, 2.0)  # write what is queued when the server stops
+    audit = ChatAudit(desk.log) if desk.log else None
     changes = ChangeFeed(settings.store.path, days=settings.audit.changes_days)
-    last = LastSnapshot(retriever.snapshot)
+    last = LastSnapshot(snapshot)
     viewer = DocumentViewer(
         roots=doc_roots,
         blocked=[settings.store.path],
@@ -159,15 +161,13 @@ def build_app(
         default_audience=settings.store.default_audience,
     )
     demo = build_demo(
-        service,
-        settings=settings,
-        catalog=lambda user: catalog_of(retriever.snapshot(), user),
+        desk,
         directory=directory,
         audit=audit,
         changes=changes,
-        examples=_examples(settings, retriever.snapshot, retriever, directory),
-        status=lambda user: _status(settings, retriever.snapshot, user),
-        names=chunk_names(retriever.snapshot),
-        suggest=suggester(retriever.snapshot, retriever),
+        examples=_examples(settings, snapshot, searcher, directory),
+        status=lambda user: _status(settings, snapshot, user),
+        names=chunk_names(snapshot),
+        suggest=suggester(snapshot, searcher),
     )
     return WebApp(demo=demo, viewer=viewer, settings=settings, directory=directory)

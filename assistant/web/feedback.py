@@ -1,10 +1,10 @@
-"""The chat's audit hooks without gradio: record each answer, take thumbs and reasons.
+"""The chat's feedback hooks without gradio: who may rate an answer, thumbs and reasons.
 
-`ChatAudit.answered` turns a finished answer into an audit record and returns
-its id; the chat puts that id in the answer message's metadata (``{"id": ...}``),
-so the id travels with the message, also into the browser's saved history. A
-thumb on any message of an answer (the text, its sources or its trace) is
-traced back to that id by `record_id_at`.
+The desk records each answer (`assistant.session`); the chat puts the record's id in
+the answer message's metadata (``{"id": ...}``) and `ChatAudit.own` notes who asked,
+so the id travels with the message, also into the browser's saved history. A thumb
+on any message of an answer (the text, its sources or its trace) is traced back to
+that id by `record_id_at`.
 """
 
 from __future__ import annotations
@@ -15,11 +15,8 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
-from assistant.audit.log import AuditLog, utc_now
-from assistant.audit.recording import DocLookup, record_answer
-from assistant.protocols import AnswerStream
-from assistant.session.turn import TurnAudit
-from assistant.types import ANONYMOUS, Answer, Feedback, SearchFilters, User
+from assistant.session import AuditLog, utc_now
+from assistant.types import ANONYMOUS, Feedback, User
 from assistant.words import valid_unicode
 
 __all__ = [
@@ -49,16 +46,14 @@ def user_named(name: str | None) -> User:
 
 
 class ChatAudit:
-    """Records the chat's answers and the feedback on them in an `AuditLog`.
+    """Takes the feedback on the chat's recorded answers into an `AuditLog`.
 
     Args:
-        log: Where records go (written in the background).
-        doc_meta: Looks up a source's current version for the record.
+        log: Where feedback goes (written in the background).
     """
 
-    def __init__(self, log: AuditLog, *, doc_meta: DocLookup | None = None) -> None:
+    def __init__(self, log: AuditLog) -> None:
         self.log = log
-        self._doc_meta = doc_meta
         # Who may rate each answer this process recorded (see `owner_of`): the page
         # sends the history, so a record id on it proves nothing (finding D7).
         self._owners: OrderedDict[str, str] = OrderedDict()
@@ -67,40 +62,6 @@ class ChatAudit:
     def _owns(self, record_id: str, owner: str) -> bool:
         with self._lock:
             return bool(record_id) and self._owners.get(record_id) == owner
-
-    def answered(
-        self,
-        stream: AnswerStream,
-        answer: Answer,
-        shown: str,
-        *,
-        question: str,
-        filters: SearchFilters,
-        user: User,
-        timings_s: Mapping[str, float],
-        owner: str = "",
-    ) -> str:
-        """Queue the record of a finished answer; return its id ("" if it could not be made).
-
-        ``owner`` (`owner_of` the asker) is the only one who may rate it later.
-        """
-        record_id = record_answer(
-            self.log,
-            stream,
-            answer,
-            shown,
-            question=question,
-            user=user,
-            filters=filters,
-            timings_ms={f"ui {k}": s * 1000 for k, s in timings_s.items()},
-            doc_meta=self._doc_meta,
-        )
-        self.own(record_id, owner)
-        return record_id
-
-    def turn_audit(self) -> TurnAudit:
-        """Return where a chat turn records its answer (`assistant.session.turn`)."""
-        return TurnAudit(self.log, door="ui", doc_meta=self._doc_meta)
 
     def own(self, record_id: str, owner: str) -> None:
         """Note that only ``owner`` may rate the answer recorded as ``record_id``."""

@@ -12,12 +12,16 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 
-from assistant.answering.citations import defuse_markers
-from assistant.answering.safety import escape_markdown
-from assistant.session.passages import cited_passages
-from assistant.session.plain import plain_text
-from assistant.session.request import history_to_turns, unlinked_markers
-from assistant.session.sources import doc_link, section_path
+from assistant.session import (
+    cited_passages,
+    defuse_markers,
+    doc_link,
+    escape_markdown,
+    history_to_turns,
+    plain_text,
+    section_path,
+    unlinked_markers,
+)
 from assistant.types import Answer, Hit
 from assistant.web.trace import readable_trace, reasoning_block
 

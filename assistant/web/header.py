@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from assistant.config import Settings
-from assistant.index.files import generation_path
-from assistant.session.visibility import readable_docs
+from assistant.session import indexed_at, readable_docs
 from assistant.types import IndexSnapshot, User
 
 __all__ = ["CorpusStatus", "answer_mode", "corpus_status", "header_markdown"]
@@ -63,9 +62,8 @@ def _last_ingest(settings: Settings) -> str:
     # Every committed ingest rewrites the generation file; a Chroma server has none.
     if settings.store.host:
         return ""
-    try:
-        stamp = generation_path(settings.store).stat().st_mtime
-    except OSError:
+    stamp = indexed_at(settings.store)
+    if stamp is None:
         return ""
     return datetime.fromtimestamp(stamp, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
 

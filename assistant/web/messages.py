@@ -7,7 +7,7 @@ what it showed; `mark_stopped` says so and closes the in-progress Sources.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gradio as gr
@@ -61,17 +61,12 @@ def answer_messages(
     return messages
 
 
-def no_match_messages(answer: Answer, body: str, note: str) -> list[gr.ChatMessage]:
-    """Return a no-good-match answer: the closest sections listed in it or after it."""
-    listed = no_match_body(body, answer.sources)
-    text = listed or body
+def no_match_messages(closest: Sequence[Hit], reason: str, note: str) -> list[gr.ChatMessage]:
+    """Return a no-good-match answer: the closest sections listed in it, then the filter note."""
+    text = no_match_body(closest, reason)
     if note:
         text += "\n\n" + note
-    messages = [gr.ChatMessage(content=text)]
-    if listed is None and answer.sources:
-        metadata: Any = {"title": "Closest sections (no good match)"}
-        messages.append(gr.ChatMessage(content=sources_markdown(answer), metadata=metadata))
-    return messages
+    return [gr.ChatMessage(content=text)]
 
 
 def mark_stopped(history: object) -> list[Any]:

@@ -17,7 +17,7 @@ from typing import Any
 import gradio as gr
 
 from assistant.config import Settings
-from assistant.protocols import ChatService
+from assistant.session import Desk
 from assistant.types import User
 from assistant.users import Directory, load_directory
 from assistant.web.changes import ChangeFeed
@@ -61,9 +61,8 @@ def theme() -> gr.themes.Base:
 
 
 def build_demo(
-    service: ChatService,
+    desk: Desk,
     *,
-    settings: Settings,
     sources: Sequence[tuple[str, str]] = (),
     tags: Sequence[str] = (),
     examples: Sequence[str] = EXAMPLES,
@@ -75,16 +74,17 @@ def build_demo(
     changes: ChangeFeed | None = None,
     suggest: Suggest | None = None,
 ) -> gr.Blocks:
-    """Build the chat UI around a service.
+    """Build the chat UI around a desk.
 
     Args:
-        service: Answers questions (shared by all users; holds no per-user state).
-        settings: UI concurrency and the default ``k``.
+        desk: Answers questions (shared by all users; holds no per-user state); its
+            settings give the UI concurrency and the default ``k``.
         sources: ``(source, title)`` pairs offered in the documents filter.
         tags: Tags offered in the tags filter.
         examples: Example questions shown on the empty chat.
         catalog: Returns the current ``(sources, tags)`` a user may read; called on
-            every page load, so documents ingested after start-up appear in the filters.
+            every page load, so documents ingested after start-up appear in the filters
+            (default: the desk's catalogue, else ``sources`` and ``tags``).
         status: Returns the header line (corpus and answer mode) as a user sees it;
             called on every load (the page config, everyone's, holds none).
         names: Returns "Title > Section" for a chunk id, for the trace.
@@ -96,11 +96,10 @@ def build_demo(
     Returns:
         The Gradio Blocks; serve it with `launch`.
     """
-    current: Catalog = catalog or (lambda user: (sources, tags))
+    settings = desk.settings
+    current: Catalog = catalog or desk.catalogue or (lambda user: (sources, tags))
     respond = make_responder(
-        service,
-        settings=settings,
-        catalog=current,
+        desk.with_catalogue(current),
         names=names,
         directory=directory,
         audit=audit,

@@ -24,8 +24,8 @@ from pathlib import Path, PurePosixPath
 
 from assistant.documents.markdown import render_html
 from assistant.errors import AssistantError, DocumentError
-from assistant.session.plain import plain_text as _plain
-from assistant.session.visibility import may_open_now
+from assistant.session import may_open_now
+from assistant.session import plain_text as _plain
 from assistant.types import ANONYMOUS, Document, Section, User
 from assistant.web.marking import mark_passage
 

@@ -22,6 +22,7 @@ from assistant.answering.extractive import (
     relevant_unknown_words,
     stream_extractive,
 )
+from assistant.types import Banner
 from assistant.words import STOPWORDS
 from tests.support.hit_factory import make_hit
 
@@ -56,7 +57,8 @@ def test_table_row_kept_whole_with_its_header() -> None:
 
 
 def test_streams_in_small_deltas() -> None:
-    deltas = list(stream_extractive("annual leave days", (LEAVE,)))
+    banner, *deltas = stream_extractive("annual leave days", (LEAVE,))
+    assert isinstance(banner, Banner)  # the label comes first, typed, as data
     assert len(deltas) > 10
     assert max(len(d) for d in deltas) < 30
 

@@ -11,6 +11,7 @@ import pytest
 from assistant.answering.llm import LENGTH_NOTE, OpenAIChat, VisibleText
 from assistant.answering.service import Assistant
 from assistant.config import LLMSettings, Settings, UISettings
+from assistant.session import Desk
 from assistant.web.format import unlinked_markers
 from assistant.web.trace import reasoning_block
 from assistant.web.ui import make_responder
@@ -34,7 +35,7 @@ def chat(server: FakeOpenAIServer, reply: Reply) -> tuple[str, str]:
     """Ask through the chat's responder; return the answer message and the Trace message."""
     server.enqueue(reply)
     settings = Settings(ui=UISettings(trace="everyone"))
-    respond = make_responder(online(server, FakeSearcher()), settings=settings)
+    respond = make_responder(Desk(online(server, FakeSearcher()), settings=settings))
     final = list(respond("How much leave do I get?", []))[-1]
     (trace,) = [m for m in final if (m.metadata or {}).get("title") == "Trace"]
     return unlinked_markers(str(final[0].content)), str(trace.content)

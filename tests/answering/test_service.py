@@ -121,7 +121,7 @@ def test_model_answer_streams_and_citations_are_checked(server: FakeOpenAIServer
 def test_offline_mode_answers_with_citations() -> None:
     run = offline(FakeSearcher()).ask("How many days of annual leave do full-time members get?")
     text = "".join(run)
-    assert text.startswith(EXTRACTIVE_LABEL)
+    assert run.banner == EXTRACTIVE_LABEL  # the label is data, not answer text
     assert "25 days of annual leave" in text
     answer = run.answer()
     assert answer.offline
@@ -311,7 +311,8 @@ def test_trace_reports_prompt_and_timings(server: FakeOpenAIServer) -> None:
 
 def test_build_assistant_picks_mode(server: FakeOpenAIServer) -> None:
     run = build_assistant(Settings(), searcher=FakeSearcher()).ask("Annual leave days?")
-    assert "".join(run).startswith(EXTRACTIVE_LABEL)
+    assert "".join(run)
+    assert run.banner == EXTRACTIVE_LABEL
     server.enqueue(Reply(text="From the model [1]."))
     settings = Settings(llm=LLMSettings(base_url=server.base_url))
     run = build_assistant(settings, searcher=FakeSearcher()).ask("Annual leave days?")
@@ -335,7 +336,7 @@ def test_offline_answer_overrules_a_doubtful_retrieval_when_a_passage_answers() 
         "How many days of annual leave do full-time members get?"
     )
     text = "".join(run)
-    assert text.startswith(EXTRACTIVE_LABEL)
+    assert run.banner == EXTRACTIVE_LABEL
     assert "25 days of annual leave per calendar year. [1]" in text
     assert "mode: extractive" in run.trace()
     assert not run.result.no_good_match

@@ -21,6 +21,7 @@ from assistant.api.keys import KeyStore, open_key_store
 from assistant.api.server import build_api
 from assistant.config import APISettings, Settings, UISettings
 from assistant.errors import ConfigError
+from assistant.session import Desk
 from assistant.types import ANONYMOUS, SearchFilters, Turn, User
 from assistant.users import add_user
 from tests.conftest import free_port
@@ -58,7 +59,7 @@ class Api:
 @contextlib.contextmanager
 def _serve(settings: Settings, keys: KeyStore | None = None) -> Iterator[Api]:
     service = UserService()
-    app = build_api(service, settings=settings, keys=keys)
+    app = build_api(Desk(service, settings=settings), keys=keys)
     config = uvicorn.Config(
         app, host="127.0.0.1", port=settings.api.port, log_level="warning", proxy_headers=False
     )

@@ -1,14 +1,13 @@
 """API replies as a plain client reads them (issue 30, item 10).
 
-No mode banner in the text (the mode is a field), no HTML entities or Markdown escapes,
+No mode banner in the text (the service hands it on as data: the door contract checks the
+API leaves it out), no HTML entities or Markdown escapes,
 citations numbered from [1] in the order they are shown, viewer links that carry the
 passage. `ReplyText` turns the neutralised answer deltas into that text as they stream.
 """
 
 from __future__ import annotations
 
-from assistant.answering.extractive import EXTRACTIVE_LABEL
-from assistant.answering.service import FALLBACK_LABEL
 from assistant.api.protocol import source_entries, sources_text
 from assistant.api.reply import ReplyText
 from assistant.types import Answer, Citation
@@ -28,23 +27,6 @@ PERKS = make_hit(
 def streamed(deltas: list[str], sources: int = 3) -> tuple[str, ReplyText]:
     reply = ReplyText(sources=sources)
     return "".join(reply.feed(d) for d in deltas) + reply.finish(), reply
-
-
-def test_the_offline_banner_is_not_in_the_text() -> None:
-    text, _ = streamed(
-        [EXTRACTIVE_LABEL[:9], EXTRACTIVE_LABEL[9:] + "\n\n", "> Staff get 21 days. [2]"]
-    )
-    assert text == "> Staff get 21 days. [1]"
-
-
-def test_the_fallback_banner_is_not_in_the_text_either() -> None:
-    text, _ = streamed([FALLBACK_LABEL + "\n\n> Staff get 21 days. [1]"])
-    assert text == "> Staff get 21 days. [1]"
-
-
-def test_a_whole_text_fed_at_once_loses_its_banner_too() -> None:
-    text, _ = streamed([EXTRACTIVE_LABEL + "\n\n> Staff get 21 days. [2]"])
-    assert text == "> Staff get 21 days. [1]"
 
 
 def test_a_text_that_only_starts_like_the_banner_is_kept() -> None:

@@ -17,9 +17,10 @@ import pytest
 from starlette.testclient import TestClient
 
 from assistant.api.keys import KeyStore
-from assistant.api.server import ApiAudit, build_api
+from assistant.api.server import build_api
 from assistant.audit.log import AuditLog
 from assistant.config import APISettings, Settings
+from assistant.session import Desk
 from assistant.types import AuditRecord, DocMeta
 from tests.support.cli_index import build_index, run_cli
 from tests.support.ui_fakes import FakeService
@@ -111,8 +112,8 @@ def _api(tmp_path: Path, log: AuditLog) -> tuple[TestClient, str]:
     keys = KeyStore(tmp_path / "keys.json")
     secret, _ = keys.add("amina", ("staff",))
     settings = Settings(api=APISettings())
-    audit = ApiAudit(log, doc_meta=lambda source: DocMeta(title="Loan Policy", version="4"))
-    app = build_api(FakeService(), settings=settings, keys=keys, audit=audit)
+    meta = lambda source: DocMeta(title="Loan Policy", version="4")  # noqa: E731
+    app = build_api(Desk(FakeService(), settings=settings, log=log, doc_meta=meta), keys=keys)
     return TestClient(app), secret
 
 

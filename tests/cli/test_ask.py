@@ -11,6 +11,7 @@ from assistant.answering.safety import unescape_markdown
 from assistant.answering.service import build_assistant
 from assistant.config import Settings, StoreSettings
 from assistant.retrieval.factory import open_retriever
+from assistant.session import Desk
 from tests.conftest import FakeEmbedder
 from tests.support.cli_index import build_index, run_cli
 from tests.support.openai_server import FakeOpenAIServer, Reply
@@ -85,7 +86,7 @@ def test_json_answer_is_the_text_the_chat_shows(index: Path) -> None:
     retriever = open_retriever(settings, embedder=FakeEmbedder())
     # As the web app wires it: the offline answerer ranks with the index's embedder.
     service = build_assistant(settings, searcher=retriever, embedder=retriever.embedder)
-    final = list(make_responder(service, settings=settings)(question, []))[-1]
+    final = list(make_responder(Desk(service, settings=settings))(question, []))[-1]
     # The chat links each marker to its passage ([[1]](/doc/...)); the reader sees "[1]".
     shown = unescape_markdown(str(final[0].content))
     assert line["answer"] == re.sub(

@@ -4,11 +4,13 @@ from pathlib import Path
 
 import pytest
 
-from assistant.cli._filters import resolve_source
+from assistant.cli._filters import problem_error
 from assistant.cli.search import main
 from assistant.config import Settings
-from assistant.errors import ConfigError, IndexNotFoundError
+from assistant.errors import IndexNotFoundError
 from assistant.protocols import Searcher
+from assistant.session import Problem
+from assistant.session.filters import resolve_source
 from tests.support.retrieval_helpers import (
     FakeEmbedder,
     make_retriever,
@@ -218,12 +220,16 @@ def test_unknown_source_or_tag_is_a_usage_error_with_suggestions(
 
 
 def test_a_name_that_fits_several_sources_says_which() -> None:
-    with pytest.raises(ConfigError, match=r"fits several documents: 'a/leave.md', 'b/leave.md'"):
-        resolve_source("leave.md", ["a/leave.md", "b/leave.md", "c/loans.md"])
+    several = resolve_source("leave.md", ["a/leave.md", "b/leave.md", "c/loans.md"])
+    assert several == Problem(
+        "ambiguous filter", field="source", value="leave.md", close=("a/leave.md", "b/leave.md")
+    )
+    assert "fits several documents: 'a/leave.md', 'b/leave.md'" in str(problem_error(several))
     assert resolve_source("b/leave.md", ["a/leave.md", "b/leave.md"]) == "b/leave.md"
     # A path end must start at a "/": "ave.md" is not "leave.md".
-    with pytest.raises(ConfigError, match="no document"):
-        resolve_source("ave.md", ["a/leave.md"])
+    unknown = resolve_source("ave.md", ["a/leave.md"])
+    assert isinstance(unknown, Problem)
+    assert "no document" in str(problem_error(unknown))
 
 
 def test_json_error_lines_keep_the_request_id() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from assistant.audit.log import AuditLog
-from assistant.session.turn import TurnAudit, start_turn
+from assistant.session.turn import Delta, Finished, TurnAudit, start_turn
 from assistant.types import SearchFilters, User
 from tests.support.ui_fakes import FakeService
 
@@ -22,11 +22,12 @@ def test_a_turn_streams_then_finishes_into_one_outcome_recorded_once(tmp_path: P
         FakeService(), "Loans?", k=3, filters=SearchFilters(), user=AMINA, audit=audit
     )
     assert turn.result.hits  # retrieval ran before the first delta
-    deltas = list(turn)
+    *deltas, last = list(turn)
     turn.close()
-    outcome = turn.finish(timings_ms={"total": 5.0})
+    assert isinstance(last, Finished)
+    outcome = last.outcome
     assert turn.finish() is outcome  # finishing again records nothing more
-    assert outcome.streamed == "".join(deltas)
+    assert outcome.streamed == "".join(d.text for d in deltas if isinstance(d, Delta))
     assert outcome.shown == "Emergency loans cost 12% a year [1]."
     assert [c.number for c in outcome.answer.citations] == [1]
     assert outcome.record_id
@@ -38,7 +39,7 @@ def test_a_turn_streams_then_finishes_into_one_outcome_recorded_once(tmp_path: P
     assert [(r.record_id, r.user, r.question) for r in records] == [
         (outcome.record_id, "amina", "Loans?")
     ]
-    assert dict(records[0].timings_ms)["test total"] == 5.0
+    assert dict(records[0].timings_ms)["test total"] == round(outcome.door_timings()["total"], 1)
 
 
 def test_a_turn_without_an_audit_log_records_nothing() -> None:

@@ -14,6 +14,7 @@ from typing import Any
 from assistant.answering.llm import OpenAIChat
 from assistant.answering.service import Assistant
 from assistant.config import LLMSettings, Settings
+from assistant.session import Desk
 from assistant.tokens import get_tokenizer
 from assistant.types import ANONYMOUS, Hit, SearchFilters, SearchResult, User
 from assistant.web.ui import make_responder
@@ -56,7 +57,7 @@ def chat_over(server: FakeOpenAIServer, **llm: Any) -> Any:
     settings = Settings(llm=LLMSettings(base_url=server.base_url, **{"timeout": 10, **llm}))
     model = OpenAIChat(settings.llm, max_retries=0)
     service = Assistant(OneSearcher(), model=model, settings=settings, tokenizer=TOKENIZER)
-    return make_responder(service, settings=settings)
+    return make_responder(Desk(service, settings=settings))
 
 
 def final_messages(respond: Any, question: str, history: list[Any] | None = None) -> list[Any]:

@@ -70,6 +70,8 @@ class FakeStream:
     query: str = ""
     mode: str = ""
     reasoning: str = ""
+    banner: str = ""
+    timings_ms: dict[str, float] = field(default_factory=lambda: {"retrieval": 4.0})
     _text: str = ""
     result: SearchResult = field(init=False)
 
@@ -114,6 +116,7 @@ class FakeService:
     fail_after: int = -1
     no_good_match: bool = False
     raise_on_ask: Exception | None = None
+    banner: str = ""
     calls: list[Call] = field(default_factory=list)
     streams: list[FakeStream] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -125,7 +128,8 @@ class FakeService:
         """
         fresh = FakeService(**fields)
         with self._lock:
-            for name in ("deltas", "hits", "delay", "fail_after", "no_good_match", "raise_on_ask"):
+            names = ("deltas", "hits", "delay", "fail_after", "no_good_match", "raise_on_ask")
+            for name in (*names, "banner"):
                 setattr(self, name, getattr(fresh, name))
             self.calls.clear()
             self.streams.clear()
@@ -151,6 +155,7 @@ class FakeService:
             fail_after=self.fail_after,
             no_good_match=self.no_good_match,
             query=f"standalone: {question}",
+            banner=self.banner,
         )
         with self._lock:
             self.streams.append(stream)

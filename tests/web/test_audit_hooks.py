@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from assistant.audit.log import AuditLog
-from assistant.config import Settings
+from assistant.session import Desk
 from assistant.types import DocMeta
-from assistant.users import load_directory
 from assistant.web.feedback import RECORD_PREFIX, ChatAudit, record_id_at
 from assistant.web.format import unlinked_markers
 from assistant.web.history import conversation_html, conversation_markdown
@@ -19,8 +18,11 @@ from tests.support.ui_fakes import FakeService, loan_hit
 QUESTION = "What is the emergency loan interest rate?"
 
 
-def answer_messages(audit: ChatAudit | None, service: FakeService | None = None) -> list[Any]:
-    respond = make_responder(service or FakeService(), settings=Settings(), audit=audit)
+def answer_messages(
+    audit: ChatAudit | None, service: FakeService | None = None, doc_meta: Any = None
+) -> list[Any]:
+    desk = Desk(service or FakeService(), log=audit.log if audit else None, doc_meta=doc_meta)
+    respond = make_responder(desk, audit=audit)
     *_, final = respond(QUESTION, [], ["loan-policy.md"], [], 3)
     return final
 
@@ -40,8 +42,10 @@ def as_history(messages: list[Any]) -> list[dict[str, Any]]:
 
 def test_an_answer_is_recorded_and_its_message_carries_the_record_id(tmp_path: Path) -> None:
     log = AuditLog(tmp_path / "audit.sqlite3")
-    audit = ChatAudit(log, doc_meta=lambda source: DocMeta(title="Loan Policy", version="3"))
-    body, *_ = answer_messages(audit)
+    audit = ChatAudit(log)
+    body, *_ = answer_messages(
+        audit, doc_meta=lambda source: DocMeta(title="Loan Policy", version="3")
+    )
     assert body.metadata["id"].startswith(RECORD_PREFIX)
     assert "title" not in body.metadata  # still shown as the answer, not as a collapsed box
     assert log.flush()
@@ -134,24 +138,3 @@ def test_the_exported_conversation_keeps_every_citation() -> None:
         page,
     )
     assert "<script" not in page
-
-
-class _LoggedIn:
-    username = "amina"
-    client = None
-    headers: ClassVar[dict[str, str]] = {}
-
-
-def test_the_logged_in_user_is_recorded(tmp_path: Path) -> None:
-    log = AuditLog(tmp_path / "audit.sqlite3")
-    service = FakeService()
-    directory = load_directory(None, auth_pairs=(("amina", "pw"),), trusted_proxies=())
-    respond = make_responder(
-        service, settings=Settings(), audit=ChatAudit(log), directory=directory
-    )
-    *_, final = respond(QUESTION, [], [], [], 3, _LoggedIn())
-    assert str(final[0].metadata["id"]).startswith(RECORD_PREFIX)
-    assert log.flush()
-    ((record, _),) = log.store.records()
-    log.close()
-    assert record.user == "amina"

@@ -19,6 +19,7 @@ import pytest
 from gradio_client import Client
 
 from assistant.config import Settings, UISettings
+from assistant.session import Desk
 from assistant.web.format import unlinked_markers
 from assistant.web.ui import build_demo
 from tests.conftest import free_port
@@ -98,7 +99,7 @@ class Served:
 @pytest.fixture(scope="module")
 def served() -> Iterator[Served]:
     settings = Settings(ui=UISettings(port=free_port(), auth=(USER,)))
-    demo = build_demo(FakeService(), settings=settings)
+    demo = build_demo(Desk(FakeService(), settings=settings))
     with demo_launched(demo, settings) as url:
         yield Served(url, demo.app)
 

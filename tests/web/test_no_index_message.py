@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from assistant.config import Settings
 from assistant.errors import IndexNotFoundError
+from assistant.session import Desk
 from assistant.web.ui import make_responder
 from tests.support.ui_fakes import FakeService
 
@@ -11,7 +12,7 @@ from tests.support.ui_fakes import FakeService
 def test_the_no_index_message_does_not_ask_for_a_restart() -> None:
     """D15: the chat picks up a new index on the next question, and says so."""
     service = FakeService(raise_on_ask=IndexNotFoundError("no collection"))
-    respond = make_responder(service, settings=Settings())
+    respond = make_responder(Desk(service, settings=Settings()))
     (messages,) = list(respond("anything?", []))
     text = str(messages[0].content)
     assert "python ingest.py" in text

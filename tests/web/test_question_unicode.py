@@ -7,6 +7,7 @@ import urllib.error
 import urllib.request
 
 from assistant.config import Settings, UISettings
+from assistant.session import Desk
 from assistant.web.ui import build_demo
 from tests.conftest import free_port
 from tests.support.served_ui import demo_launched
@@ -17,7 +18,7 @@ def test_a_lone_surrogate_in_a_ui_question_reaches_the_service_as_valid_unicode(
     """D11: a raw API call with ``"\\ud800"`` is answered, and no surrogate reaches the service."""
     service = FakeService()
     settings = Settings(ui=UISettings(port=free_port()))
-    demo = build_demo(service, settings=settings, sources=[("loan-policy.md", "Loan Policy")])
+    demo = build_demo(Desk(service, settings=settings), sources=[("loan-policy.md", "Loan Policy")])
     with demo_launched(demo, settings) as url:
         events = call_chat(url, ["loan \ud800 rate", [], [], 3])
     assert "event: complete" in events

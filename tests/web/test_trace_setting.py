@@ -6,12 +6,13 @@ import pytest
 
 from assistant.config import Settings, UISettings
 from assistant.errors import ConfigError
+from assistant.session import Desk
 from assistant.web.turn import make_responder
 from tests.support.ui_fakes import FakeService
 
 
 def _titles(settings: Settings) -> list[str]:
-    respond = make_responder(FakeService(), settings=settings)
+    respond = make_responder(Desk(FakeService(), settings=settings))
     final = list(respond("Loans?", []))[-1]
     return [str((m.metadata or {}).get("title", "")) for m in final]
 

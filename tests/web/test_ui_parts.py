@@ -16,9 +16,10 @@ import gradio as gr
 import pytest
 
 from assistant.answering.llm import OpenAIChat
-from assistant.answering.service import FALLBACK_LABEL, Assistant, no_match_message
+from assistant.answering.service import FALLBACK_LABEL, Assistant
 from assistant.config import LLMSettings, Settings
 from assistant.documents.loading import load_document
+from assistant.session import Desk
 from assistant.session.passages import cited_passages
 from assistant.session.plain import plain_text
 from assistant.tokens import get_tokenizer
@@ -222,9 +223,9 @@ def test_no_match_lists_each_document_once_with_links_and_names_the_filter() -> 
             heading_path=("Staff Leave Policy", "Sick Leave"),
         ),
     )
-    body = no_match_body(no_match_message(hits, reason="no section mentions “loan”"), hits)
+    body = no_match_body(hits, "no section mentions “loan”")
 
-    assert body is not None
+    assert "no section mentions “loan”" in body
     assert body.count("Staff Leave Policy") == 1, body
     assert "[Annual Leave](/doc/hr/leave.md#annual-leave)" in body
     assert "[Sick Leave](/doc/hr/leave.md#sick-leave)" in body
@@ -297,7 +298,7 @@ def test_a_stop_mark_survives_the_chats_own_copy_of_its_history() -> None:
     # After a Stop, ChatInterface copies the page's messages back into the chat (through
     # chatbot_value); on a loaded server that copy read the page before the Stop's mark
     # and showed the answer "in progress" again. The copy itself now marks it.
-    demo = build_demo(FakeService(), settings=Settings())
+    demo = build_demo(Desk(FakeService(), settings=Settings()))
     in_progress = [
         {"role": "user", "content": "q", "metadata": None},
         {"role": "assistant", "content": "So [1] Acc", "metadata": None},
@@ -354,7 +355,8 @@ def test_unreachable_model_answers_offline_with_a_short_note(
         text = "".join(run)
     answer = run.answer()
 
-    assert text.startswith(FALLBACK_LABEL), text
+    assert run.banner == FALLBACK_LABEL  # data, not text
+    assert not text.startswith(FALLBACK_LABEL), text
     assert "25 days" in answer.text
     assert answer.citations, "the offline answer cites its passage"
     assert run.error == ""

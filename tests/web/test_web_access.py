@@ -21,14 +21,15 @@ from assistant.audit.log import AuditLog
 from assistant.audit.store import AuditStore
 from assistant.config import APISettings, Settings, UISettings
 from assistant.index.ingest import ingest
-from assistant.types import ANONYMOUS, SearchFilters, User
+from assistant.session import AnswerTurn, Desk, Request
+from assistant.types import ANONYMOUS, User
 from assistant.users import add_user
 from assistant.web.feedback import NO_RECORD, RECORD_PREFIX, ChatAudit, owner_of
 from assistant.web.panels import _export, export_base
 from tests.conftest import FakeEmbedder, free_port
 from tests.support.chromium import open_page
 from tests.support.served_ui import Served, launched
-from tests.support.ui_fakes import FakeStream, loan_hit
+from tests.support.ui_fakes import FakeService, loan_hit
 from tests.test_access import ACCESS, CORPUS, settings_for, write
 
 SALARY = "zorbex band"
@@ -211,8 +212,8 @@ def test_feedback_only_on_answers_of_the_same_user_or_session(tmp_path: Path) ->
     """D7: another session's (or user's) record id on a made-up history stores nothing."""
     log = AuditLog(tmp_path / "audit.sqlite3")
     audit = ChatAudit(log)
-    stream = FakeStream(question="q", hits=(loan_hit(),), deltas=("12% [1].",))
-    record_id = _answered(audit, stream, owner=owner_of(ANONYMOUS, "session-a"))
+    service = FakeService(hits=(loan_hit(),), deltas=("12% [1].",))
+    record_id = _answered(Desk(service, log=log), audit, owner=owner_of(ANONYMOUS, "session-a"))
     history: list[dict[str, Any]] = [
         {"role": "user", "content": "q"},
         {"role": "assistant", "content": "a", "metadata": {"id": RECORD_PREFIX + record_id}},
@@ -234,20 +235,14 @@ def test_feedback_only_on_answers_of_the_same_user_or_session(tmp_path: Path) ->
     assert feedback.rating == "up"
 
 
-def _answered(audit: ChatAudit, stream: FakeStream, *, owner: str) -> str:
-    for _ in stream:
-        pass
-    answer = stream.answer()
-    return audit.answered(
-        stream,
-        answer,
-        answer.text,
-        question="q",
-        filters=SearchFilters(),
-        user=ANONYMOUS,
-        timings_s={},
-        owner=owner,
-    )
+def _answered(desk: Desk, audit: ChatAudit, *, owner: str) -> str:
+    asked = desk.request("q")
+    assert isinstance(asked, Request)
+    turn = desk.ask(asked, door="ui")
+    assert isinstance(turn, AnswerTurn)
+    record_id = turn.run().record_id
+    audit.own(record_id, owner)
+    return record_id
 
 
 def test_exported_links_never_come_from_the_host_header() -> None:
