@@ -135,6 +135,7 @@ DESIGNED = {
     "assistant.cli.audit": {"assistant.audit", "assistant.index"},
     "assistant.cli.ingest": {"assistant.embeddings", "assistant.index"},
     "assistant.cli.report": {"assistant.audit", "assistant.index"},
+    "assistant.cli.sync": {"assistant.sync"},
 }
 # Not moved yet (the change feed, the thumbs and the chat's Markdown; the evaluation's
 # sweeps): this list may only shrink, and the test fails when an entry is no longer needed.
