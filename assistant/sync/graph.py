@@ -34,6 +34,8 @@ logger = logging.getLogger(__name__)
 
 _SELECT = "id,name,file,folder,deleted,parentReference,webUrl,cTag,size"
 _RETRIED = (httpx.TransportError,)
+# Throttled (429, 503: wait as Retry-After says) or a passing fault of the service.
+_TRANSIENT = frozenset({429, 500, 502, 503, 504})
 # What a caller of `http_client` (msal) may see fail, besides an error answer.
 TRANSPORT_ERRORS: tuple[type[Exception], ...] = (httpx.HTTPError,)
 
@@ -156,16 +158,16 @@ class GraphClient:
                 if last:
                     raise SyncError(f"Graph could not be reached: {type(exc).__name__}") from exc
                 logger.warning("Graph request failed (%s); retrying", type(exc).__name__)
-                self._sleep(min(2.0**attempt, self._config.max_wait))
+                self._sleep(_backoff(attempt, ceiling=self._config.max_wait))
                 continue
             if response.status_code == 410:
                 raise ResyncRequired("the delta link expired (410 Gone): a full resync follows")
             if response.status_code == 401 and not refreshed:
                 refreshed = True  # a token revoked early: msal's cache cannot know
                 continue
-            if response.status_code in (429, 503) and not last:
+            if response.status_code in _TRANSIENT and not last:
                 wait = _retry_after(response, attempt, ceiling=self._config.max_wait)
-                logger.info("Graph is throttling (%d); waiting %.1f s", response.status_code, wait)
+                logger.info("Graph answered %d; waiting %.1f s", response.status_code, wait)
                 self._sleep(wait)
                 continue
             if response.is_success:
@@ -179,8 +181,12 @@ def _retry_after(response: httpx.Response, attempt: int, *, ceiling: float) -> f
     try:
         wait = float(raw)
     except ValueError:
-        wait = 2.0**attempt
+        return _backoff(attempt, ceiling=ceiling)
     return max(0.0, min(wait, ceiling))
+
+
+def _backoff(attempt: int, *, ceiling: float) -> float:
+    return min(0.5 * 2.0**attempt, ceiling)
 
 
 def _path_of(url: str) -> str:

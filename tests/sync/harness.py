@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import re
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -47,6 +49,7 @@ class Harness:
         self.settings = replace(Settings(), store=StoreSettings(path=folder / "index"))
         self.drives: dict[str, FakeDrive] = {}
         self.runs = 0
+        self.public = False  # anonymous links make a document public (a setting)
 
     def add_drive(self, name: str) -> FakeDrive:
         """Add a drive to the fake and to the configuration."""
@@ -74,11 +77,14 @@ class Harness:
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
         return load_config(path, {})
 
-    def sync(self, **extra: Any) -> SyncReport:
-        """Run one sync of every drive."""
+    def sync(self, *, sleep: Callable[[float], None] = time.sleep, **extra: Any) -> SyncReport:
+        """Run one sync of every drive (``sleep`` waits out Retry-After and back-off)."""
         self.runs += 1
         return sync_sources(
-            self.config(**extra), settings=self.settings, embedder=lambda: self.embedder
+            self.config(**extra),
+            settings=self.settings,
+            embedder=lambda: self.embedder,
+            sleep=sleep,
         )
 
     def indexed(self, settings: Settings | None = None) -> Seen:
@@ -112,7 +118,8 @@ class Harness:
                     "title": PurePosixPath(item.name).stem,
                     "url": f"https://contoso.sharepoint.example/sites/policies/Shared%20Documents/"
                     f"{drive.path_of(item.item_id)}",
-                    "audience": list(expected_audience(drive, item.item_id)) or ["everyone"],
+                    "audience": list(expected_audience(drive, item.item_id, public=self.public))
+                    or ["everyone"],
                 }
         root.mkdir(parents=True, exist_ok=True)
         (root / ".sources.json").write_text(json.dumps(sources), encoding="utf-8")
@@ -123,11 +130,13 @@ class Harness:
         return self.indexed(settings)
 
 
-def expected_audience(drive: FakeDrive, item_id: str) -> tuple[str, ...]:
+def expected_audience(drive: FakeDrive, item_id: str, *, public: bool) -> tuple[str, ...]:
     """The audience the fake's grants should make, worked out without assistant.sync."""
     names: set[str] = set()
     for grant in drive.effective_grants(item_id):
         scope = grant.get("link", {}).get("scope", "")
+        if scope == "anonymous" and public:
+            return ()
         if scope == "organization":
             names.add("signed-in")
         who = grant.get("grantedToV2", {})
@@ -138,11 +147,13 @@ def expected_audience(drive: FakeDrive, item_id: str) -> tuple[str, ...]:
     return tuple(sorted(names)) or ("admin",)
 
 
-def allowed(drive: FakeDrive, item_id: str, person: User) -> bool:
+def allowed(drive: FakeDrive, item_id: str, person: User, *, public: bool = False) -> bool:
     """Whether the fake's grants let ``person`` read the item (admins read all)."""
     if "admin" in person.groups:
         return True
     for grant in drive.effective_grants(item_id):
+        if grant.get("link", {}).get("scope") == "anonymous" and public:
+            return True
         if grant.get("link", {}).get("scope") == "organization" and person.name != "anonymous":
             return True
         who = grant.get("grantedToV2", {})
