@@ -52,9 +52,10 @@ def test_the_sources_file_decides_the_audience_title_and_link(
     assert docs["d/ITEM1.md"].url == "https://sp.example/Pay.md"
     assert docs["d/ITEM2.md"].title == "Rules"  # the file's name, not "Item2"
     document = load_document(root / "d" / "ITEM1.md", root=root)
-    kwargs = {"file": root / "d" / "ITEM1.md", "root": root, "default_audience": ()}
-    assert not may_open_now(document, user=User(name="eve"), **kwargs)
-    assert may_open_now(document, user=User(name="h", groups=frozenset({"hr"})), **kwargs)
+    file = root / "d" / "ITEM1.md"
+    eve, hana = User(name="eve"), User(name="h", groups=frozenset({"hr"}))
+    assert not may_open_now(document, file=file, root=root, user=eve, default_audience=())
+    assert may_open_now(document, file=file, root=root, user=hana, default_audience=())
 
 
 def test_a_changed_entry_alone_relabels_the_document(
