@@ -39,6 +39,7 @@ def run_every(
     *,
     stop: threading.Event,
     clock: Callable[[], float] = time.monotonic,
+    wait: Callable[[float], object] | None = None,
 ) -> int:
     """Run ``job`` now and then every ``interval`` seconds until ``stop`` is set.
 
@@ -49,6 +50,7 @@ def run_every(
     Returns:
         The number of runs that failed.
     """
+    pause = stop.wait if wait is None else wait
     failed = 0
     start = clock()
     while not stop.is_set():
@@ -65,5 +67,5 @@ def run_every(
         missed = slots - 1 - int((began - start) // interval)
         if missed > 0:
             logger.warning("a sync took %.0f s: skipped %d due run(s)", now - began, missed)
-        stop.wait(start + slots * interval - now)
+        pause(start + slots * interval - now)
     return failed
