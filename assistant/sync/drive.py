@@ -5,7 +5,8 @@ saved, so a run that dies (a dropped connection past the retries, a crash)
 resumes from the last saved page and loses nothing. ``410 Gone`` starts a full
 enumeration; what it does not list is pruned. A file's content is downloaded
 only when its ``cTag`` changed; its permissions are read when it is new, moved,
-changed, or when its sharing (or a folder's above it) changed.
+changed, or when its sharing (or a folder's above it) changed, and in a full
+enumeration (first sync, 410), whose listing flags no sharing change.
 """
 
 from __future__ import annotations
@@ -76,8 +77,19 @@ def sync_drive(
 
 def _walk(walk: _Walk) -> None:
     state = walk.state
-    link = state.cursor or state.delta_link
-    walk.full = not link
+    resumed = bool(state.cursor)
+    walk.full = not (state.cursor or state.delta_link)
+    _round(walk, state.cursor or state.delta_link)
+    if resumed:
+        # A resumed round ends at the position of when it began: what changed since
+        # (while the last run was down) is one more round away.
+        walk.full = False
+        _round(walk, state.delta_link)
+
+
+def _round(walk: _Walk, link: str) -> None:
+    """Follow one round of the feed, from ``link`` ("" : a full listing) to its delta link."""
+    state = walk.state
     while True:
         page = walk.client.delta(walk.drive.drive_id, link)
         for item in page.items:
@@ -134,7 +146,9 @@ def _apply_file(walk: _Walk, item: DriveItem, before: Entry | None, *, relative:
         mirror.write_file(relative, walk.client.content(walk.drive.drive_id, item.item_id))
         walk.downloaded += 1
     audience = before.audience if before is not None else ()
-    if fresh or item.sharing_changed or before is None or before.parent != item.parent_id:
+    # A full listing flags no sharing change: after a 410 every file's grants are read again.
+    moved = before is None or before.parent != item.parent_id
+    if fresh or walk.full or item.sharing_changed or moved:
         audience = _audience(walk, item.item_id)
     entry = Entry(item.name, item.parent_id, ctag=item.ctag, url=item.web_url, file=relative)
     entry = replace(entry, audience=audience)

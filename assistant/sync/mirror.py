@@ -111,6 +111,24 @@ class Mirror:
         shutil.rmtree(self.root / drive, ignore_errors=True)
         (self.state_dir / f"{drive}.json").unlink(missing_ok=True)
 
+    def remove_strays(self, drive: str, state: DriveState) -> int:
+        """Remove files of ``drive`` its state does not name; return how many.
+
+        A sync that died inside a page may have written files its saved state does
+        not know yet: they would have no entry in the sources file, so no audience
+        from SharePoint. They are removed (the resumed sync fetches them again).
+        """
+        known = {entry.file for entry in state.items.values() if entry.file}
+        folder = self.root / drive
+        strays = [
+            path
+            for path in (folder.iterdir() if folder.is_dir() else ())
+            if f"{drive}/{path.name}" not in known
+        ]
+        for path in strays:
+            path.unlink(missing_ok=True)
+        return len(strays)
+
     def write_sources(self, states: dict[str, DriveState]) -> None:
         """Write the sources file the ingest reads: title, URL, audience of every file."""
         sources = {

@@ -90,6 +90,9 @@ def _ingest_mirror(
             logger.warning("drive %s is no longer configured: removing its documents", name)
             mirror.forget(name)
     states = {name: mirror.load(name) for name in mirror.drives()}
+    for name, state in states.items():
+        if mirror.remove_strays(name, state):
+            logger.info("drive %s: removed files a failed sync left unrecorded", name)
     mirror.write_sources(states)
     # Every run ingests the whole mirror (cheap when nothing changed): an ingest that
     # died, or an index rebuilt since, is caught up without a flag to trust.
