@@ -59,9 +59,11 @@ def _config(graph: FakeGraph, folder: Path, drive_id: str) -> Path:
 
 def _line(name: str, report: SyncReport) -> str:
     requests = ", ".join(f"{k} {v}" for k, v in report.requests)
+    ingest = sum(seconds for _, seconds in report.ingest.timings)
     return (
-        f"{name}: {report.seconds:8.2f} s  added {len(report.ingest.added)}, "
-        f"unchanged {len(report.ingest.unchanged)}; Graph requests: {requests}"
+        f"{name}: {report.seconds:8.2f} s (ingest stages {ingest:.2f} s) "
+        f"added {len(report.ingest.added)}, unchanged {len(report.ingest.unchanged)}; "
+        f"Graph requests: {requests}"
     )
 
 
