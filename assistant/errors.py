@@ -15,6 +15,7 @@ into an exit code or a short UI message in one place::
     ├── EmbeddingError         the embedding model failed or could not be loaded
     ├── TokenizerError         the tiktoken encoding could not be loaded offline
     ├── LLMError               the chat model failed (wraps the openai client's errors)
+    ├── SyncError              a document source (SharePoint through Graph) failed: sign-in, network
     └── RequestError           an API request is malformed (the API answers 400 with its code)
 """
 
@@ -32,6 +33,7 @@ __all__ = [
     "LLMError",
     "RequestError",
     "StoreError",
+    "SyncError",
     "TokenizerError",
 ]
 
@@ -91,6 +93,10 @@ class TokenizerError(AssistantError):
 
 class LLMError(AssistantError):
     """The chat model failed; the message is safe to show to a user."""
+
+
+class SyncError(AssistantError):
+    """Syncing from a document source failed; what was committed before stays valid."""
 
 
 class RequestError(AssistantError):

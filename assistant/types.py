@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 __all__ = [
+    "SIGNED_IN",
     "Answer",
     "AuditRecord",
     "AuditSource",
@@ -384,6 +385,12 @@ class SearchResult:
 ADMIN_GROUP = "admin"
 
 
+ANONYMOUS_NAME = "anonymous"
+# The audience of a document every signed-in user may read (SharePoint's "people in
+# the organisation"); the anonymous user may not.
+SIGNED_IN = "signed-in"
+
+
 @dataclass(frozen=True, slots=True)
 class User:
     """Who is asking: a name and the groups whose documents they may read.
@@ -393,7 +400,7 @@ class User:
     ``ADMIN_GROUP`` reads everything.
     """
 
-    name: str = "anonymous"
+    name: str = ANONYMOUS_NAME
     groups: frozenset[str] = frozenset()
 
     @property
@@ -402,8 +409,17 @@ class User:
         return ADMIN_GROUP in self.groups
 
     def may_read(self, audience: tuple[str, ...] | None) -> bool:
-        """Return whether a document with ``audience`` (() or None: everyone) is readable."""
-        return not audience or self.is_admin or not self.groups.isdisjoint(audience)
+        """Return whether a document with ``audience`` (() or None: everyone) is readable.
+
+        Besides groups, an audience may name a user by sign-in name (it holds an
+        ``@``, so no group is mistaken for one) and `SIGNED_IN`, every user but
+        the anonymous one (a SharePoint item shared with the whole organisation).
+        """
+        if not audience or self.is_admin or not self.groups.isdisjoint(audience):
+            return True
+        if SIGNED_IN in audience and self.name != ANONYMOUS_NAME:
+            return True
+        return "@" in self.name and self.name.lower() in audience
 
 
 ANONYMOUS = User()

@@ -1,8 +1,8 @@
 """The shape of the package: imports run down the stage order, one owner per outside library.
 
 The order is the one of `docs/architecture.md`:
-foundation < documents < chunking < embeddings < index < retrieval < answering < audit < session
-< {web, api, cli}: the three doors are siblings of one rank (the session rules are in
+foundation < documents < chunking < embeddings < index < sync < retrieval < answering < audit
+< session < {web, api, cli}: the three doors are siblings of one rank (the session rules are in
 `tests/session/test_layout_rules.py`).
 Every import counts, also those inside functions and under ``TYPE_CHECKING``, except the
 vendor rule, which ignores type-only imports (they load nothing at run time).
@@ -31,6 +31,7 @@ STAGES = (
     "chunking",
     "embeddings",
     "index",
+    "sync",
     "retrieval",
     "answering",
     "audit",
@@ -46,7 +47,9 @@ FOUNDATION = {"types", "errors", "config", "protocols", "tokens", "words", "open
 # in ".*" is a package: gradio belongs to the browser stage, split by concept.
 OWNERS: dict[str, str | tuple[str, ...]] = {
     "chromadb": "assistant.index.chroma",
-    "httpx": "assistant.index.chroma",
+    # Chroma's transport, and Microsoft Graph's (the SharePoint sync).
+    "httpx": ("assistant.index.chroma", "assistant.sync.graph"),
+    "msal": "assistant.sync.auth",
     "openai": "assistant.openai_api",
     "gradio": "assistant.web.*",
     "fastapi": "assistant.web.routes",

@@ -124,9 +124,11 @@ def _parser() -> argparse.ArgumentParser:
     add_users_parser(commands)
     from assistant.cli.api import add_api_commands
     from assistant.cli.audit import add_commands
+    from assistant.cli.sync import add_sync_parser
 
     add_api_commands(commands)
     add_commands(commands, _add_common)
+    add_sync_parser(commands, _add_common)
     return parser
 
 
@@ -181,6 +183,12 @@ def main(
         if args.command == "users":
             return run_users(args, Settings.from_env(env), stdin=io.stdin, out=io.out)
         settings = settings_from_args(args, env)
+        if args.command == "sync":
+            from assistant.cli.sync import run_sync
+
+            return run_sync(
+                args, settings, env, out=io.out, err=err, embedder_factory=embedder_factory
+            )
         if args.command in ("audit", "feedback", "changes", "report"):
             from assistant.cli.audit import run_command
 

@@ -33,6 +33,7 @@ from assistant.documents.access import (
     unapplied_access_file,
 )
 from assistant.documents.loading import check_file, discover, load_document, read_file
+from assistant.documents.origin import Origin, read_origins, with_origin
 from assistant.documents.sandbox import ParseBudget, Sandbox, shared_sandbox
 from assistant.errors import DocumentError, EmptyDocumentError
 from assistant.index.changes import (
@@ -259,7 +260,9 @@ def _record_changes(run: _Run, plan: IngestPlan, stored_ids: dict[str, frozenset
     run.changes = (*run.recovered, *listed)
 
 
-def _signature(run: _Run, rule_audience: tuple[str, ...] | None = None) -> str:
+def _signature(
+    run: _Run, rule_audience: tuple[str, ...] | None = None, origin: Origin | None = None
+) -> str:
     chunking = run.settings.chunking
     signature = (
         f"pipeline={PIPELINE_VERSION};tokens={chunking.max_tokens};overlap={chunking.overlap};"
@@ -275,6 +278,8 @@ def _signature(run: _Run, rule_audience: tuple[str, ...] | None = None) -> str:
     default = run.settings.store.default_audience
     if default:
         signature += ";default-audience=" + ",".join(default)
+    if origin is not None:
+        signature += ";origin=" + origin.signature()
     return signature
 
 
@@ -291,11 +296,27 @@ def _rules_of(roots: Sequence[Path]) -> dict[Path, AccessRules | AccessRuleError
     return rules
 
 
+def _origins_of(
+    roots: Sequence[Path], rules: dict[Path, AccessRules | AccessRuleError]
+) -> dict[Path, dict[str, Origin]]:
+    """Read each root's sources file; one that fails governs its root as a bad rule would."""
+    origins: dict[Path, dict[str, Origin]] = {}
+    for given in roots:
+        root = given if given.is_dir() else given.parent
+        try:
+            origins[root] = read_origins(given)
+        except AccessRuleError as exc:
+            logger.error("%s", exc)
+            rules[root] = exc
+    return origins
+
+
 def _scan(roots: Sequence[Path], *, run: _Run) -> tuple[list[Candidate], list[Problem]]:
     candidates: list[Candidate] = []
     problems: list[Problem] = []
     owner: dict[str, Path] = {}
     rules = _rules_of(roots)
+    origins = _origins_of(roots, rules)
     singles = {root for root in roots if root.is_file()}
     for root, path in discover(roots):
         source = path.relative_to(root).as_posix()
@@ -313,9 +334,11 @@ def _scan(roots: Sequence[Path], *, run: _Run) -> tuple[list[Candidate], list[Pr
             problems.append(Problem(source, _UNAPPLIED.format(file=ignored)))
             continue
         audience = governing.audience_of(source)
+        origin = origins.get(root, {}).get(source)
         try:
             key = doc_key(
-                check_file(path, root=root, source=source), signature=_signature(run, audience)
+                check_file(path, root=root, source=source),
+                signature=_signature(run, audience, origin),
             )
         except DocumentError as exc:
             problems.append(Problem(source, exc.reason))
@@ -323,7 +346,7 @@ def _scan(roots: Sequence[Path], *, run: _Run) -> tuple[list[Candidate], list[Pr
         except OSError as exc:
             problems.append(Problem(source, f"cannot read file: {exc.strerror or exc}"))
             continue
-        candidates.append(Candidate(root, path, source, key, audience))
+        candidates.append(Candidate(root, path, source, key, audience, origin))
     _warn_unused(rules, candidates)
     return candidates, problems
 
@@ -441,10 +464,11 @@ def _parse_one(
     # The file is read again long after the scan hashed it (a later embedding group can
     # wait minutes); store the key of the bytes parsed, so an edit in between, even one
     # undone later, makes the next run see a change.
-    key = key_of(data, signature=_signature(run, candidate.rule_audience))
+    key = key_of(data, signature=_signature(run, candidate.rule_audience, candidate.origin))
     if key != candidate.doc_key:
         logger.info("%s changed during the ingest: storing the version parsed", candidate.source)
         candidate = replace(candidate, doc_key=key)
+    document = with_origin(document, candidate.origin, stem=path.stem)
     document = _with_audience(document, candidate, default=run.settings.store.default_audience)
     chunks = chunk_document(
         document, settings=run.settings.chunking, tokenizer=tokenizer, window=window

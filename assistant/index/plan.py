@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from assistant.documents.origin import Origin
 from assistant.types import Problem, StoredDocument, chunk_id
 
 __all__ = ["Candidate", "IngestPlan", "doc_key", "is_whole", "key_of", "make_plan"]
@@ -29,6 +30,8 @@ class Candidate:
     doc_key: str
     # The access file's audience for it (None: no rule matched), part of doc_key.
     rule_audience: tuple[str, ...] | None = None
+    # Its entry in the root's sources file (a connector's title, link, audience), part of doc_key.
+    origin: Origin | None = None
 
 
 @dataclass(frozen=True, slots=True)

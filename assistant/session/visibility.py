@@ -16,6 +16,7 @@ from pathlib import Path
 
 from assistant.config import StoreSettings
 from assistant.documents.access import audience_now
+from assistant.documents.origin import read_origins
 from assistant.errors import AssistantError, DocumentError
 from assistant.index.files import generation_path
 from assistant.types import DocMeta, Document, IndexSnapshot, User
@@ -84,6 +85,10 @@ def may_open_now(
     decided (an unreadable rules file) is refused.
     """
     try:
+        # A connector's sources file decides first, as in the ingest (documents.origin).
+        origin = read_origins(root).get(document.source)
+        if origin is not None and origin.audience is not None:
+            return user.may_read(origin.audience)
         audience = audience_now(
             document.meta.audience,
             root=root,

@@ -140,10 +140,11 @@ JUSTIFIED = {
     "assistant.cli.audit": {"assistant.audit", "assistant.index"},
     "assistant.cli.ingest": {"assistant.embeddings", "assistant.index"},
     "assistant.cli.report": {"assistant.audit", "assistant.index"},
+    "assistant.cli.sync": {"assistant.sync"},
     # The evaluation sweeps re-index and score retrieval and answers stage by stage.
     "assistant.cli.evaluate": {"assistant.answering", "assistant.index", "assistant.retrieval"},
 }
-CORE = ("documents", "chunking", "embeddings", "index", "retrieval", "answering", "audit")
+CORE = ("documents", "chunking", "embeddings", "index", "sync", "retrieval", "answering", "audit")
 
 
 def core_reached() -> dict[str, set[str]]:
