@@ -8,7 +8,11 @@ top-10), prints a table and, with ``--plot PATH``, writes a PNG chart there.
 the answer shows (`assistant.answering.evaluation`); ``--answer-mode baseline``
 or ``both`` also runs the cosine baseline on the same retrieval, ``oracle`` the
 service with a perfect loopback model (`assistant.answering.oracle`), and
-``all`` the three side by side from one retrieval run.
+``all`` the three side by side from one retrieval run (and ``model`` beside them
+when a chat model is configured). ``model`` asks the configured chat model, its
+claims cited by `assistant.answering.claims`; ``model-compare`` the same model with
+its own markers only (``model-raw``) beside it; ``oracle-uncited`` the oracle with
+its markers dropped, cited by the claims (`assistant.answering.model_eval`).
 """
 
 from __future__ import annotations
@@ -60,7 +64,11 @@ _ANSWERERS: dict[str, tuple[str, ...]] = {
     "baseline": ("baseline",),
     "oracle": ("oracle",),
     "all": ("assistant", "baseline", "oracle"),
+    "model": ("model",),
+    "model-compare": ("model-raw", "model"),
+    "oracle-uncited": ("oracle-uncited",),
 }
+_NEED_MODEL = ("model", "model-raw")
 _GRID_TYPES: dict[str, Callable[[str], object]] = {
     "chunk_tokens": int,
     "overlap": float,
@@ -105,6 +113,12 @@ def run_eval(
     questions = load_questions(args.questions)
     if args.answers:
         answerers = _ANSWERERS.get(args.answer_mode, ("assistant",))
+        if args.answer_mode == "all" and settings.llm.enabled:
+            answerers = (*answerers, "model")
+        if any(a in _NEED_MODEL for a in answerers) and not settings.llm.enabled:
+            raise ConfigError(
+                f"--answer-mode {args.answer_mode} needs a chat model: set ASSISTANT_LLM_BASE_URL"
+            )
         return run_answer_eval(
             questions,
             settings,
@@ -195,21 +209,42 @@ def _answer_reports(
     embedder: Embedder | None,
     stack: contextlib.ExitStack,
 ) -> tuple[AnswerReport, ...]:
-    from assistant.answering.evaluation import Oracle, evaluate_answers
+    from assistant.answering.evaluation import ModelAnswerer, Oracle, evaluate_answers
     from assistant.answering.oracle import OracleModel
     from assistant.session.stack import open_assistant
+
+    def served(model: OracleModel, *, cite_claims: bool) -> Settings:
+        llm = replace(
+            settings.llm,
+            base_url=model.base_url,
+            api_key="oracle",
+            model="oracle",
+            cite_claims=cite_claims,
+        )
+        return replace(settings, llm=llm)
 
     service = open_assistant(settings, searcher=searcher, embedder=embedder)
     oracle = None
     if "oracle" in answerers:
         model = stack.enter_context(OracleModel())
-        llm = replace(settings.llm, base_url=model.base_url, api_key="oracle", model="oracle")
-        oracle_service = open_assistant(
-            replace(settings, llm=llm), searcher=searcher, embedder=embedder
-        )
+        oracle_settings = served(model, cite_claims=settings.llm.cite_claims)
+        oracle_service = open_assistant(oracle_settings, searcher=searcher, embedder=embedder)
         oracle = Oracle(service=oracle_service, model=model)
+    models: dict[str, ModelAnswerer] = {}
+    for name, cite_claims in (("model", True), ("model-raw", False)):
+        if name in answerers:
+            llm = replace(settings.llm, cite_claims=cite_claims)
+            configured = replace(settings, llm=llm)
+            models[name] = ModelAnswerer(
+                open_assistant(configured, searcher=searcher, embedder=embedder)
+            )
+    if "oracle-uncited" in answerers:
+        uncited = stack.enter_context(OracleModel(cite=False))
+        uncited_settings = served(uncited, cite_claims=True)
+        uncited_service = open_assistant(uncited_settings, searcher=searcher, embedder=embedder)
+        models["oracle-uncited"] = ModelAnswerer(uncited_service, oracle=uncited)
     return evaluate_answers(
-        service, questions, answerers=answerers, embedder=embedder, oracle=oracle
+        service, questions, answerers=answerers, embedder=embedder, oracle=oracle, models=models
     )
 
 
