@@ -59,6 +59,7 @@ _TAIL = re.compile(r"(?:\s*\[\d{1,3}(?:\s*,\s*\d{1,3})*\]|[\s.!?;:,\"')*_])*$")
 _MARKER_WITH_SPACE = re.compile(r"[ \t]*\[\d{1,3}(?:\s*,\s*\d{1,3})*\](?!\()")
 # Lines that state no claim of their own: headings, table rows, fences, rules.
 _NOT_PROSE = re.compile(r"^\s*(?:#|\||```|~~~|[-*_]{3,}\s*$)")
+_ABBREVIATION = re.compile(r"(?:\b(?:[A-Za-z]\.)+[A-Za-z]|\betc)$")
 _LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 
 
@@ -216,6 +217,8 @@ def _with_markers(unit: str, numbers: Sequence[int], *, sources: int) -> str:
     bare = _MARKER_WITH_SPACE.sub(valid, unit)
     at = _TAIL.search(bare)
     end = at.start() if at else len(bare)
+    if _ABBREVIATION.search(bare[:end]) and bare[end : end + 1] == ".":
+        end += 1  # "5:00 p.m. [2]", not "5:00 p.m [2]."
     tail = bare[end:]
     return bare[:end] + " " + "".join(f"[{n}]" for n in numbers) + tail
 

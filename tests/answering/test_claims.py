@@ -83,6 +83,12 @@ def test_a_claim_no_source_supports_keeps_the_visible_mark() -> None:
     assert answer.text.startswith(NO_CITATION_WARNING)
 
 
+def test_an_abbreviation_at_the_end_keeps_its_stop() -> None:
+    assert cited("Branches open from 8:00 a.m. to 5:00 p.m.") == (
+        "Branches open from 8:00 a.m. to 5:00 p.m. [3]"
+    )
+
+
 def test_a_not_covered_reply_is_not_cited() -> None:
     text = "The policy documents do not cover this."
     assert cited(text) == text
