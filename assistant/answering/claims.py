@@ -140,7 +140,8 @@ class ClaimCiter:
             text = " ".join(s.text for s in trial)
             evidence = Evidence.of(f"{text} {self._question}")
             left = gaps(claim, evidence, derived=derived(text))
-            unheld = len(words - evidence.words.union(*(s.words for s in trial)))
+            # The question's words are no support: only what the sources say is.
+            unheld = len(words.difference(*(s.words for s in trial)))
             if left + unheld >= missing:
                 continue  # it adds nothing the chosen ones do not state
             chosen, missing = trial, left + unheld

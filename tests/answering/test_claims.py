@@ -216,3 +216,9 @@ def test_with_claims_off_the_answer_keeps_the_models_own_markers(
     "".join(run)
     assert run.answer().text.startswith(NO_CITATION_WARNING)
     assert run.answer().citations == ()
+
+
+def test_the_questions_words_do_not_make_a_source_support_a_claim() -> None:
+    citer = ClaimCiter("Can I invest in cryptocurrency through the branch?", SOURCES)
+    text = "Branches let members invest in cryptocurrency."
+    assert cite_text(text, citer) == text
