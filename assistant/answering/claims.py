@@ -131,25 +131,31 @@ class ClaimCiter:
         return [min(ranked, key=lambda r: (-r[0], r[1]))[1]]
 
     def _covering(self, claim: str, words: set[str]) -> list[int]:
-        """Return the few sources that together state all ``claim`` says (none: [])."""
-        by_overlap = sorted(self._prepared(), key=lambda s: -len(words & s.words))
+        """Return the few sources that together state all ``claim`` says (none: []).
+
+        Greedy: each step adds the source that leaves the fewest figures, names and
+        words unstated, while one still helps.
+        """
         chosen: list[_Source] = []
-        missing = len(words) + 1 + gaps(claim, Evidence.of(self._question))
-        for source in by_overlap:
-            trial = [*chosen, source]
-            text = " ".join(s.text for s in trial)
-            evidence = Evidence.of(f"{text} {self._question}")
-            left = gaps(claim, evidence, derived=derived(text))
-            # The question's words are no support: only what the sources say is.
-            unheld = len(words.difference(*(s.words for s in trial)))
-            if left + unheld >= missing:
-                continue  # it adds nothing the chosen ones do not state
-            chosen, missing = trial, left + unheld
-            if not left and unheld <= len(words) * (1 - _SUPPORT):
+        missing = self._missing(claim, words, chosen)
+        while len(chosen) < _MAX_COVER:
+            options = [(self._missing(claim, words, [*chosen, s]), s) for s in self._prepared()]
+            best = min(options, key=lambda o: (o[0], o[1].number))
+            if best[0] >= missing:
+                return []
+            chosen, missing = [*chosen, best[1]], best[0]
+            left = gaps(claim, self._evidence_of(chosen), derived=derived(_text(chosen)))
+            if not left and missing - left <= len(words) * (1 - _SUPPORT):
                 return sorted(s.number for s in chosen)
-            if len(chosen) == _MAX_COVER:
-                break
         return []
+
+    def _missing(self, claim: str, words: set[str], chosen: Sequence[_Source]) -> int:
+        """Return how many figures, names and words of ``claim`` ``chosen`` leave unstated."""
+        unheld = len(words.difference(*(s.words for s in chosen)))
+        return gaps(claim, self._evidence_of(chosen), derived=derived(_text(chosen))) + unheld
+
+    def _evidence_of(self, chosen: Sequence[_Source]) -> Evidence:
+        return Evidence.of(f"{_text(chosen)} {self._question}")
 
     def _closeness(self, claim: str) -> list[float]:
         """Return how close in meaning each source is to ``claim`` (zeros without a model)."""
@@ -182,6 +188,10 @@ class ClaimCiter:
                 for text in [evidence_text([hit])]
             )
         return self._sources
+
+
+def _text(sources: Sequence[_Source]) -> str:
+    return " ".join(s.text for s in sources)
 
 
 def _supports(claim: str, words: set[str], source: _Source) -> bool:
