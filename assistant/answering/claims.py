@@ -28,6 +28,7 @@ from assistant.answering.figures import derived
 from assistant.answering.grounding import (
     Evidence,
     evidence_text,
+    figures,
     gaps,
     says_not_covered,
     why_ungrounded,
@@ -48,6 +49,8 @@ logger = logging.getLogger(__name__)
 # A claim must share this much of its content words with a source (as cited sentences must).
 _SUPPORT = 0.5
 _MIN_CLAIM_WORDS = 2
+# Small models often answer with the figure alone; up to this many words count as that.
+_BARE_WORDS = 4
 # A claim that sums up several sources ("... 2% a month, and guarantors are told at 30
 # days") is cited with the fewest of them, at most this many, that state all it says.
 _MAX_COVER = 3
@@ -102,9 +105,13 @@ class ClaimCiter:
     def cite(self, unit: str) -> str:
         """Return ``unit`` (one finished sentence or list item) with its markers set right."""
         claim = MARKER.sub(" ", unit)
-        if not self._hits or not _states_fact(claim):
-            return unit
         words = content_words(claim)
+        bare = _bare_figure(claim, words)
+        if not self._hits or not (bare or _states_fact(claim)):
+            return unit
+        if bare:
+            # "30 days" answers the question: the source must state it and what was asked.
+            words |= content_words(self._question)
         cited = list(dict.fromkeys(n for n in _marker_numbers(unit) if 1 <= n <= len(self._hits)))
         sources = self._prepared()
         good = [n for n in cited if _supports(claim, words, sources[n - 1])]
@@ -113,18 +120,21 @@ class ClaimCiter:
             if len(good) == len(cited):
                 return unit
             return _with_markers(unit, good, sources=len(sources))
-        supporting = self._supporting(claim, words)
+        supporting = self._supporting(claim, words, single=bare)
         return _with_markers(unit, supporting, sources=len(sources)) if supporting else unit
 
-    def _supporting(self, claim: str, words: set[str]) -> list[int]:
-        """Return the source that supports ``claim`` best, or the few that do together."""
+    def _supporting(self, claim: str, words: set[str], *, single: bool = False) -> list[int]:
+        """Return the source that supports ``claim`` best, or the few that do together.
+
+        A ``single`` claim (a bare figure) comes from one place or from none.
+        """
         ranked = [
             (len(words & s.words) / len(words), s.number)
             for s in self._prepared()
             if _supports(claim, words, s)
         ]
         if not ranked:
-            return self._covering(claim, words)
+            return [] if single else self._covering(claim, words)
         if len(ranked) > 1:
             closeness = self._closeness(claim)
             ranked = [(o + closeness[n - 1], n) for o, n in ranked]
@@ -199,6 +209,14 @@ def _supports(claim: str, words: set[str], source: _Source) -> bool:
     if len(words & source.words) < _SUPPORT * len(words):
         return False
     return not why_ungrounded(claim, source.evidence, derived=derived(source.text))
+
+
+def _bare_figure(claim: str, words: set[str]) -> bool:
+    """Return whether ``claim`` is a figure given as the whole answer ("30 days", "3")."""
+    line = _LIST_MARK.sub("", claim.strip())
+    if _NOT_PROSE.match(line) or len(line.split()) > _BARE_WORDS:
+        return False
+    return bool(figures(line)) and len(words) < _MIN_CLAIM_WORDS
 
 
 def _states_fact(claim: str) -> bool:

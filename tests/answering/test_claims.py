@@ -222,3 +222,11 @@ def test_the_questions_words_do_not_make_a_source_support_a_claim() -> None:
     citer = ClaimCiter("Can I invest in cryptocurrency through the branch?", SOURCES)
     text = "Branches let members invest in cryptocurrency."
     assert cite_text(text, citer) == text
+
+
+def test_a_figure_given_as_the_whole_answer_cites_the_source_stating_it_for_the_question() -> None:
+    citer = ClaimCiter("How many days of annual leave do staff get?", SOURCES)
+    assert cite_text("21 days", citer) == "21 days [2]"
+    assert cite_text("25 days", citer) == "25 days"
+    unrelated = ClaimCiter("How long do complaints take?", SOURCES)
+    assert cite_text("21 days", unrelated) == "21 days"
