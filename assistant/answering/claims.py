@@ -51,6 +51,8 @@ _SUPPORT = 0.5
 _MIN_CLAIM_WORDS = 2
 # Small models often answer with the figure alone; up to this many words count as that.
 _BARE_WORDS = 4
+# The longest end of a unit searched again as text arrives: a stop, a few markers, closers.
+_END_SPAN = 64
 # A claim that sums up several sources ("... 2% a month, and guarantors are told at 30
 # days") is cited with the fewest of them, at most this many, that state all it says.
 _MAX_COVER = 3
@@ -271,7 +273,7 @@ def cite_stream(deltas: Iterable[str], citer: ClaimCiter) -> Generator[str, None
     are. Closing this generator closes ``deltas``.
     """
     pending = ""  # the open unit, of which ``sent`` characters were already yielded
-    sent = 0
+    sent = scanned = 0  # ``scanned``: where the search for the unit's end resumes
     upstream = iter(deltas)
     try:
         for delta in upstream:
@@ -279,13 +281,16 @@ def cite_stream(deltas: Iterable[str], citer: ClaimCiter) -> Generator[str, None
                 yield delta
                 continue
             pending += delta
-            while (end := _unit_end(pending)) is not None:
+            while (end := _unit_end(pending, scanned)) is not None:
                 unit, pending = pending[:end], pending[end:]
                 cited = citer.cite(unit)
                 # Citing changes nothing before ``sent``; were it to, the unit stays as written.
                 yield cited[sent:] if cited.startswith(unit[:sent]) else unit[sent:]
-                sent = 0
-            safe = _safe_prefix(pending)
+                sent = scanned = 0
+            # Only the last few characters can still begin an end: each is read a bounded
+            # number of times, so a long unit costs time linear in its length.
+            scanned = max(0, len(pending) - _END_SPAN)
+            safe = _safe_prefix(pending, sent)
             if safe > sent:
                 yield pending[sent:safe]
                 sent = safe
@@ -298,17 +303,17 @@ def cite_stream(deltas: Iterable[str], citer: ClaimCiter) -> Generator[str, None
             close()
 
 
-def _unit_end(text: str) -> int | None:
-    for match in _UNIT_END.finditer(text):
+def _unit_end(text: str, start: int) -> int | None:
+    for match in _UNIT_END.finditer(text, start):
         # A stop before a lower-case word is an abbreviation's ("8:00 a.m. to 5:00 p.m.").
         if match[0] == "\n" or not text[match.end()].islower():
             return match.end()
     return None
 
 
-def _safe_prefix(pending: str) -> int:
-    """Return how much of the open unit cannot change when it is cited."""
-    bracket = pending.find("[")
-    head = pending if bracket < 0 else pending[:bracket]
+def _safe_prefix(pending: str, sent: int) -> int:
+    """Return how much of the open unit cannot change when it is cited (at least ``sent``)."""
+    bracket = pending.find("[", sent)
+    head = pending[sent:] if bracket < 0 else pending[sent:bracket]
     at = _TAIL.search(head)
-    return at.start() if at else len(head)
+    return sent + (at.start() if at else len(head))
