@@ -40,6 +40,8 @@ ASSISTANT_LLM_TIMEOUT          seconds before a silent model is abandoned
 ASSISTANT_LLM_TOTAL_TIMEOUT    seconds one model answer may take in all (then cut, with a note)
 ASSISTANT_LLM_MAX_TOKENS       tokens one model answer may have (then cut, with a note)
 ASSISTANT_GROUNDED_ONLY        ``0``: show unsupported model sentences marked instead of withheld
+ASSISTANT_CITE_CLAIMS          ``0``: keep a model's own markers, uncorrected (default: each claim
+                               is cited with the source that supports it)
 ASSISTANT_CONTEXT_TOKENS       prompt budget in tokens
 ASSISTANT_HOST / _PORT         where the UI listens (127.0.0.1:7860)
 ASSISTANT_AUTH                 ``user:password`` pairs separated by ``,`` to require a login
@@ -295,6 +297,9 @@ class LLMSettings:
     # stood (off: show them marked inline). On by default: measured with SmolLM2, a
     # scripted model and the oracle in docs/answer-eval.md ("Grounded only", "Oracle").
     grounded_only: bool = True
+    # Cite each claim of a model answer with the source that supports it, whatever
+    # markers the model wrote (assistant.answering.claims; docs/answer-eval.md, "Real models").
+    cite_claims: bool = True
 
     def __post_init__(self) -> None:
         # The socket layer raises on NaN and overflows on huge values, at the first chat.
@@ -589,6 +594,7 @@ def _llm_settings(env: _Env, d: LLMSettings, openai_key: str) -> LLMSettings:
         max_tokens=env.integer("ASSISTANT_LLM_MAX_TOKENS", d.max_tokens),
         total_timeout=env.number("ASSISTANT_LLM_TOTAL_TIMEOUT", d.total_timeout),
         grounded_only=env.switch("ASSISTANT_GROUNDED_ONLY", d.grounded_only),
+        cite_claims=env.switch("ASSISTANT_CITE_CLAIMS", d.cite_claims),
     )
 
 

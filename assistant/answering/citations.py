@@ -49,6 +49,7 @@ __all__ = [
     "check_answer",
     "cited_numbers",
     "defuse_markers",
+    "sentences_of",
 ]
 
 logger = logging.getLogger(__name__)
@@ -73,6 +74,8 @@ _MARKER_LINK = re.compile(
 )
 _RANGE = re.compile(r"(\d+)\s*[\u2013\u2014-]\s*(\d+)")
 _MAX_RANGE = 10
+# Each pass removes a nesting level of markers ("[9[0]]"); more than this is no citation.
+_MAX_PASSES = 8
 # A sentence ends at . ! or ? (plus any markers placed after it) or at a line end.
 _SENTENCE = re.compile(r"[^\n]+?(?:[.!?]+(?:\s*\[\d[\d,\s]*\])*(?=\s|$)|$)", re.M)
 _SUPPORT_THRESHOLD = 0.5
@@ -162,6 +165,12 @@ def check_answer(
     # A marker used as a link label would point the "citation" at any page of ours.
     unlinked = _MARKER_LINK.sub(lambda m: m.group(1), text)
     checked = LOOKALIKE.sub(keep_valid, unlinked)
+    # Removing "[0]" from "[9[0]]" leaves "[9]", a marker again: check until none forms.
+    for _ in range(_MAX_PASSES):
+        again = LOOKALIKE.sub(keep_valid, checked)
+        if again == checked:
+            break
+        checked = again
     # From a run's start only: retrying inside a long run of spaces is quadratic.
     cleaned = re.sub(r"(?<![ \t])[ \t]+(?=[.,;:!?]|$)", "", checked, flags=re.M)
     if invalid:
@@ -176,7 +185,7 @@ def check_answer(
     shown = cleaned
     if not offline and not not_covered:
         shown = _show_flags(cleaned, flags, grounded_only=grounded_only)
-    numbers = sorted(set(cited_numbers(shown)))
+    numbers = sorted({n for n in cited_numbers(shown) if 1 <= n <= len(sources)})
     if not offline and not not_covered and not numbers and sources:
         shown = f"{NO_CITATION_WARNING}\n\n{shown}"
     return Answer(
@@ -290,6 +299,11 @@ def _mostly(flagged: Sequence[str], text: str) -> bool:
 
 def _sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE.findall(text) if s.strip()]
+
+
+def sentences_of(text: str) -> list[str]:
+    """Return the sentences of ``text`` as the checks read them (markers after a stop kept)."""
+    return _sentences(text)
 
 
 @dataclass(frozen=True, slots=True)

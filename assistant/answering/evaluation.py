@@ -39,6 +39,13 @@ from dataclasses import dataclass, replace
 
 from assistant.answering.baseline import baseline_answer
 from assistant.answering.citations import MARKER, check_answer
+from assistant.answering.model_eval import (
+    MODEL_ANSWERERS,
+    ModelTrace,
+    Scored,
+    model_figures,
+    model_trace,
+)
 from assistant.answering.oracle import OracleCase, OracleModel
 from assistant.answering.service import Assistant, finish, no_match_message
 from assistant.protocols import Embedder, Searcher
@@ -61,6 +68,7 @@ __all__ = [
     "AnswerOutcome",
     "AnswerReport",
     "GivenAnswer",
+    "ModelAnswerer",
     "Oracle",
     "OracleTrace",
     "SearchOnce",
@@ -72,7 +80,7 @@ __all__ = [
     "word_count",
 ]
 
-ANSWERERS = ("assistant", "baseline", "oracle")
+ANSWERERS = ("assistant", "baseline", "oracle", *MODEL_ANSWERERS)
 # (key in figures(), label in the readable report)
 METRICS = (
     ("gold_phrase", "gold phrase"),
@@ -149,6 +157,14 @@ class Oracle:
 
 
 @dataclass(frozen=True, slots=True)
+class ModelAnswerer:
+    """A model answerer (`assistant.answering.model_eval`): its service, any oracle behind it."""
+
+    service: Assistant
+    oracle: OracleModel | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class AnswerOutcome:
     """How one answer did on one question (see the module docstring for each check)."""
 
@@ -163,6 +179,7 @@ class AnswerOutcome:
     refused: bool
     gold_top5: bool
     oracle: OracleTrace | None = None
+    model: ModelTrace | None = None
     hedged: bool = False
 
     @property
@@ -237,7 +254,17 @@ class AnswerReport:
         if unanswerable:
             out["unanswerable_flagged"] = _rate(o.refused for o in unanswerable)
             out["unanswerable_caught"] = _rate(o.refused or o.hedged for o in unanswerable)
-        return out | self.oracle_figures(kind)
+        return out | self.oracle_figures(kind) | self.model_figures(kind)
+
+    def model_figures(self, kind: str | None = None) -> dict[str, float]:
+        """Return the figures of `MODEL_METRICS` (empty unless these are model outcomes)."""
+        return model_figures(
+            [
+                Scored(o.answerable, o.refused, o.right, o.model)
+                for o in self._chosen(kind)
+                if o.model is not None
+            ]
+        )
 
     def oracle_figures(self, kind: str | None = None) -> dict[str, float]:
         """Return the figures of `ORACLE_METRICS` (empty unless these are oracle outcomes)."""
@@ -342,6 +369,7 @@ def evaluate_answers(
     answerers: Sequence[str] = ("assistant",),
     embedder: Embedder | None = None,
     oracle: Oracle | None = None,
+    models: Mapping[str, ModelAnswerer] | None = None,
 ) -> tuple[AnswerReport, ...]:
     """Ask every question once per service and score each answerer's answer.
 
@@ -354,10 +382,11 @@ def evaluate_answers(
         answerers: Any of `ANSWERERS`, in report order.
         embedder: The index's embedding model; needed by the baseline.
         oracle: The oracle answerer; needed by ``oracle``.
+        models: The model answerers by name; needed by each of `MODEL_ANSWERERS` asked for.
 
     Raises:
-        ValueError: An unknown answerer, the baseline without an embedder or the
-            oracle without its service.
+        ValueError: An unknown answerer, the baseline without an embedder, the
+            oracle or a model answerer without its service.
         AssistantError: Retrieval failed (for example, no index).
     """
     unknown = set(answerers) - set(ANSWERERS)
@@ -365,6 +394,7 @@ def evaluate_answers(
         unknown
         or ("baseline" in answerers and embedder is None)
         or ("oracle" in answerers and oracle is None)
+        or any(a in MODEL_ANSWERERS and a not in (models or {}) for a in answerers)
     ):
         raise ValueError(
             f"answerers {list(answerers)} need one of {ANSWERERS}, the baseline an embedder "
@@ -377,6 +407,9 @@ def evaluate_answers(
                 outcomes[name].append(outcome)
         if oracle is not None and "oracle" in answerers:
             outcomes["oracle"].append(_ask_oracle(oracle, question))
+        for name in answerers:
+            if models and name in models:
+                outcomes[name].append(_ask_model(models[name], question))
     if oracle is not None and "oracle" in answerers:
         by_text = {q.question: q for q in questions}
         outcomes["oracle"] += [
@@ -421,6 +454,25 @@ def _ask_oracle(
     outcome = score_answer(question, given, hits=run.result.hits)
     trace = OracleTrace(reached=any(call.reached for call in calls), asked=bool(calls))
     return replace(outcome, oracle=trace)
+
+
+def _ask_model(answerer: ModelAnswerer, question: EvalQuestion) -> AnswerOutcome:
+    if answerer.oracle is not None:
+        answerer.oracle.ask_next(_oracle_case(question))
+    run = answerer.service.ask(question.question)
+    answer, text = finish(run)
+    outcome = score_answer(
+        question, GivenAnswer(text, run.mode, _cited_files(answer)), hits=run.result.hits
+    )
+    trace = model_trace(
+        question,
+        answer,
+        refused=outcome.refused,
+        right=outcome.right,
+        first_token_ms=run.first_token_ms,
+        total_ms=run.total_ms,
+    )
+    return replace(outcome, model=trace)
 
 
 def _ask_oracle_in_two_turns(

@@ -11,6 +11,7 @@ from assistant.answering.evaluation import (
     AnswerOutcome,
     AnswerReport,
 )
+from assistant.answering.model_eval import MODEL_METRICS
 
 __all__ = ["format_answer_reports", "format_misses", "reports_to_json"]
 
@@ -19,7 +20,7 @@ def format_answer_reports(reports: Sequence[AnswerReport]) -> str:
     """Return the reports side by side, one column per answerer: overall, then per kind."""
     if not reports:
         return ""
-    metrics = (*METRICS, *(m for m in ORACLE_METRICS if m not in METRICS))
+    metrics = tuple(dict.fromkeys((*METRICS, *ORACLE_METRICS, *MODEL_METRICS)))
     label_width = max(len(label) for _, label in metrics) + 2
     lines = [" " * label_width + "".join(f"{r.answerer:>12}" for r in reports)]
     kinds = list(dict.fromkeys(kind for r in reports for kind in r.kinds()))
@@ -41,7 +42,7 @@ def format_answer_reports(reports: Sequence[AnswerReport]) -> str:
 def _cell(key: str, value: float | None) -> str:
     if value is None:
         return f"{'-':>12}"
-    return f"{value:>12.1f}" if key == "median_words" else f"{value:>12.3f}"
+    return f"{value:>12.1f}" if key == "median_words" or key.endswith("_ms") else f"{value:>12.3f}"
 
 
 def format_misses(report: AnswerReport) -> str:
@@ -67,8 +68,10 @@ def reports_to_json(reports: Sequence[AnswerReport]) -> dict[str, object]:
     """Return the reports as JSON-ready data: per answerer, overall, per kind, per question."""
     return {
         report.answerer: {
-            # The oracle's five figures, overall, are also right under its name.
+            # The oracle's five figures, overall, are also right under its name, and so
+            # are a model answerer's (`assistant.answering.model_eval`).
             **report.oracle_figures(),
+            **report.model_figures(),
             "overall": report.figures(),
             "by_kind": {kind: report.figures(kind) for kind in report.kinds()},
             "counts": report.counts(),
@@ -102,4 +105,20 @@ def _outcome_json(outcome: AnswerOutcome) -> dict[str, object]:
                 "right": outcome.right,
             }
         ),
+        **({} if outcome.model is None else _model_json(outcome)),
+    }
+
+
+def _model_json(outcome: AnswerOutcome) -> dict[str, object]:
+    assert outcome.model is not None
+    trace = outcome.model
+    return {
+        "right": outcome.right,
+        "cited_right": trace.cited_right,
+        "cites_gold": trace.cites_gold,
+        "invented": trace.invented,
+        "refused_answerable": outcome.answerable and outcome.refused,
+        "unanswerable_flagged": not outcome.answerable and outcome.refused,
+        "first_token_ms": round(trace.first_token_ms, 1),
+        "total_ms": round(trace.total_ms, 1),
     }

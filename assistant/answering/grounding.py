@@ -34,6 +34,7 @@ __all__ = [
     "Reason",
     "evidence_text",
     "figures",
+    "gaps",
     "mark_sentences",
     "names",
     "says_not_covered",
@@ -177,6 +178,12 @@ def why_ungrounded(
     if any(not _name_known(name, words) for name in names(sentence)):
         return "name"
     return ""
+
+
+def gaps(sentence: str, evidence: Evidence, *, derived: Derived | None = None) -> int:
+    """Return how many figures and names of ``sentence`` ``evidence`` does not account for."""
+    figures = len(unsupported(sentence, known=evidence.figures, also=derived))
+    return figures + sum(not _name_known(name, evidence.words) for name in names(sentence))
 
 
 def _name_known(name: str, words: AbstractSet[str]) -> bool:

@@ -11,6 +11,10 @@ perfectly would:
 - otherwise the prompt's fixed sentence, "The policy documents do not cover this.";
 - asked to rewrite a follow-up, the question the follow-up stands for.
 
+``OracleModel(cite=False)`` is the same model writing no markers at all, as the small
+local models do: what `assistant.answering.claims` cites for it is measured against
+the sources the perfect model would have cited.
+
 Whatever such a model loses on the way to the user (a question refused before the
 model was asked, a correct answer withheld or cut by the checks) is lost by our own
 pipeline. It says nothing about a real model's skill: it is an upper bound.
@@ -80,7 +84,8 @@ def folded(text: str) -> str:
 class OracleModel:
     """The loopback server; use it as a context manager, set `case` before each question."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, cite: bool = True) -> None:
+        self._cite = cite
         self._lock = threading.Lock()
         self._state = _State()
         self._server: ThreadingHTTPServer | None = None
@@ -124,6 +129,8 @@ class OracleModel:
             state.calls.append(OracleCall(bool(cited), found[1] if found else "", cited))
             if not cited or not state.case.answer:
                 return NOT_COVERED
+            if not self._cite:
+                return state.case.answer
             return f"{state.case.answer} " + "".join(f"[{n}]" for n in cited)
 
     def start(self) -> OracleModel:

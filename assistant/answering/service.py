@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 
 from assistant.answering.citations import check_answer
+from assistant.answering.claims import ClaimCiter, cite_stream
 from assistant.answering.extractive import (
     Draft,
     draft_extractive,
@@ -217,6 +218,16 @@ class AnswerRun:
             self._upstream = upstream
 
     @property
+    def first_token_ms(self) -> float:
+        """Return the milliseconds from the question to the first answer delta (0: none yet)."""
+        return self._first_ms
+
+    @property
+    def total_ms(self) -> float:
+        """Return the milliseconds from the question to the end of the stream (0: not ended)."""
+        return self._total_ms
+
+    @property
     def text(self) -> str:
         """Return the neutralised answer text so far."""
         return self._safe.text
@@ -302,9 +313,11 @@ class Assistant:
             complete, else the offline heuristic.
         embedder: Embeds the question and the candidate passages of the offline
             mode (the one the index was built with); without it offline answers
-            are ranked by words and headings only.
+            are ranked by words and headings only. It also ranks the sources
+            that support a model's claims (`assistant.answering.claims`).
         reader: Reads the question against the offline mode's passages: its
-            probabilities decide whether they answer (`answering.answerability`).
+            probabilities decide whether they answer (`answering.answerability`);
+            with a model, it ranks the sources that support a claim instead of the embedder.
     """
 
     def __init__(
@@ -371,7 +384,7 @@ class Assistant:
                     rewrite.query, prompt, result, added=rewrite.added
                 )
             else:
-                produce, mode = self._producer(prompt), "model"
+                produce, mode = self._producer(question, prompt), "model"
                 fallback = self._fallback_to_offline(rewrite.query, prompt, result)
                 result = _for_the_model(result)
         return AnswerRun(
@@ -422,10 +435,14 @@ class Assistant:
         text = no_match_message(result.hits, reason=reason)
         return _fixed_text(text), "no good match", None, refused
 
-    def _producer(self, prompt: Prompt) -> Callable[[], Iterator[str]]:
+    def _producer(self, question: str, prompt: Prompt) -> Callable[[], Iterator[str]]:
         model = self._model
         assert model is not None
-        return lambda: model.stream(prompt.as_dicts())
+        if not self._settings.llm.cite_claims:
+            return lambda: model.stream(prompt.as_dicts())
+        # Each claim is cited as it ends, whatever markers the model wrote (or did not).
+        citer = ClaimCiter(question, prompt.sources, embedder=self._embedder, reader=self._reader)
+        return lambda: cite_stream(model.stream(prompt.as_dicts()), citer)
 
 
 def build_assistant(

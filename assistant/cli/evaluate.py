@@ -8,7 +8,11 @@ top-10), prints a table and, with ``--plot PATH``, writes a PNG chart there.
 the answer shows (`assistant.answering.evaluation`); ``--answer-mode baseline``
 or ``both`` also runs the cosine baseline on the same retrieval, ``oracle`` the
 service with a perfect loopback model (`assistant.answering.oracle`), and
-``all`` the three side by side from one retrieval run.
+``all`` the three side by side from one retrieval run (and ``model`` beside them
+when a chat model is configured). ``model`` asks the configured chat model, its
+claims cited by `assistant.answering.claims`; ``model-compare`` the same model with
+its own markers only (``model-raw``) beside it; ``oracle-uncited`` the oracle with
+its markers dropped, cited by the claims (`assistant.answering.model_eval`).
 """
 
 from __future__ import annotations
@@ -20,12 +24,13 @@ import json
 import logging
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO, cast
+from typing import TYPE_CHECKING, TextIO
 
 from assistant.cli._charts import pyplot
 from assistant.cli._common import json_text, printable
+from assistant.cli._sweep_view import SweepRow, format_sweep, plot_sweep, sweep_figure, sweep_json
 from assistant.config import ChunkingSettings, Settings
 from assistant.errors import ConfigError
 from assistant.protocols import Embedder, Searcher
@@ -39,8 +44,6 @@ from assistant.retrieval.evaluation import (
 )
 
 if TYPE_CHECKING:
-    from matplotlib.figure import Figure
-
     from assistant.answering.evaluation import AnswerReport
 
 __all__ = [
@@ -60,29 +63,17 @@ _ANSWERERS: dict[str, tuple[str, ...]] = {
     "baseline": ("baseline",),
     "oracle": ("oracle",),
     "all": ("assistant", "baseline", "oracle"),
+    "model": ("model",),
+    "model-compare": ("model-raw", "model"),
+    "oracle-uncited": ("oracle-uncited",),
 }
+_NEED_MODEL = ("model", "model-raw")
 _GRID_TYPES: dict[str, Callable[[str], object]] = {
     "chunk_tokens": int,
     "overlap": float,
     "k": int,
     "mode": str,
 }
-
-
-@dataclass(frozen=True, slots=True)
-class SweepRow:
-    """The figures for one combination of settings."""
-
-    chunk_tokens: int
-    overlap: float
-    mode: str
-    k: int
-    chunks: int
-    recall: float
-    mrr: float
-    unanswerable_flagged: float
-    false_no_good_match: float
-    suggested_min_score: float
 
 
 def run_eval(
@@ -105,6 +96,12 @@ def run_eval(
     questions = load_questions(args.questions)
     if args.answers:
         answerers = _ANSWERERS.get(args.answer_mode, ("assistant",))
+        if args.answer_mode == "all" and settings.llm.enabled:
+            answerers = (*answerers, "model")
+        if any(a in _NEED_MODEL for a in answerers) and not settings.llm.enabled:
+            raise ConfigError(
+                f"--answer-mode {args.answer_mode} needs a chat model: set ASSISTANT_LLM_BASE_URL"
+            )
         return run_answer_eval(
             questions,
             settings,
@@ -129,7 +126,7 @@ def run_eval(
             docs=args.docs,
             embedder=embedder_factory(settings),
         )
-        print(_sweep_json(rows) if args.json else printable(format_sweep(rows)), file=out)
+        print(sweep_json(rows) if args.json else printable(format_sweep(rows)), file=out)
         if args.plot is not None:
             plot_sweep(rows, args.plot)
             if not args.json:
@@ -195,21 +192,42 @@ def _answer_reports(
     embedder: Embedder | None,
     stack: contextlib.ExitStack,
 ) -> tuple[AnswerReport, ...]:
-    from assistant.answering.evaluation import Oracle, evaluate_answers
+    from assistant.answering.evaluation import ModelAnswerer, Oracle, evaluate_answers
     from assistant.answering.oracle import OracleModel
     from assistant.session import open_assistant
+
+    def served(model: OracleModel, *, cite_claims: bool) -> Settings:
+        llm = replace(
+            settings.llm,
+            base_url=model.base_url,
+            api_key="oracle",
+            model="oracle",
+            cite_claims=cite_claims,
+        )
+        return replace(settings, llm=llm)
 
     service = open_assistant(settings, searcher=searcher, embedder=embedder)
     oracle = None
     if "oracle" in answerers:
         model = stack.enter_context(OracleModel())
-        llm = replace(settings.llm, base_url=model.base_url, api_key="oracle", model="oracle")
-        oracle_service = open_assistant(
-            replace(settings, llm=llm), searcher=searcher, embedder=embedder
-        )
+        oracle_settings = served(model, cite_claims=settings.llm.cite_claims)
+        oracle_service = open_assistant(oracle_settings, searcher=searcher, embedder=embedder)
         oracle = Oracle(service=oracle_service, model=model)
+    models: dict[str, ModelAnswerer] = {}
+    for name, cite_claims in (("model", True), ("model-raw", False)):
+        if name in answerers:
+            llm = replace(settings.llm, cite_claims=cite_claims)
+            configured = replace(settings, llm=llm)
+            models[name] = ModelAnswerer(
+                open_assistant(configured, searcher=searcher, embedder=embedder)
+            )
+    if "oracle-uncited" in answerers:
+        uncited = stack.enter_context(OracleModel(cite=False))
+        uncited_settings = served(uncited, cite_claims=True)
+        uncited_service = open_assistant(uncited_settings, searcher=searcher, embedder=embedder)
+        models["oracle-uncited"] = ModelAnswerer(uncited_service, oracle=uncited)
     return evaluate_answers(
-        service, questions, answerers=answerers, embedder=embedder, oracle=oracle
+        service, questions, answerers=answerers, embedder=embedder, oracle=oracle, models=models
     )
 
 
@@ -292,101 +310,3 @@ def _with_valid_minimum(chunking: ChunkingSettings) -> ChunkingSettings:
     if chunking.min_tokens < chunking.max_tokens:
         return chunking
     return replace(chunking, min_tokens=chunking.max_tokens // 4)
-
-
-_COLUMNS = (
-    "chunk_tokens",
-    "overlap",
-    "mode",
-    "k",
-    "chunks",
-    "recall",
-    "mrr",
-    "unanswerable_flagged",
-    "false_no_good_match",
-    "suggested_min_score",
-)
-
-
-def format_sweep(rows: Sequence[SweepRow]) -> str:
-    """Return the sweep as an aligned table, best recall@k first."""
-    header = "".join(f"{c:>21}" for c in _COLUMNS)
-    body = []
-    for row in sorted(rows, key=lambda r: (-r.recall, -r.mrr)):
-        cells = [getattr(row, c) for c in _COLUMNS]
-        body.append("".join(f"{v:>21.3f}" if isinstance(v, float) else f"{v!s:>21}" for v in cells))
-    return "\n".join([header, *body])
-
-
-def _sweep_json(rows: Sequence[SweepRow]) -> str:
-    return json.dumps([{c: getattr(r, c) for c in _COLUMNS} for r in rows], indent=2)
-
-
-def plot_sweep(rows: Sequence[SweepRow], path: Path) -> None:
-    """Write `sweep_figure` of ``rows`` as a PNG at ``path``.
-
-    Raises:
-        ConfigError: matplotlib is not installed.
-    """
-    figure = sweep_figure(rows)
-    try:
-        figure.savefig(path, dpi=110)
-    except OSError as exc:
-        raise ConfigError(f"cannot write the plot {path}: {exc.strerror or exc}") from exc
-    finally:
-        pyplot("the sweep plot").close(figure)
-
-
-def sweep_figure(rows: Sequence[SweepRow]) -> Figure:
-    """Return a chart of the sweep: recall@k (left) and MRR@10 (right) per chunking setting.
-
-    One line per mode and k on the left, per mode on the right. Each y-axis spans only
-    the figures it shows (plus a margin), so 0.92 against 0.96 is a visible gap rather
-    than a few pixels at the top of a 0-to-1 axis.
-
-    Raises:
-        ConfigError: matplotlib is not installed.
-    """
-    plt = pyplot("the sweep plot")
-    settings = sorted({(r.chunk_tokens, r.overlap) for r in rows})
-    labels = [f"{t} tok\n{o:.2f} ov" for t, o in settings]
-    width = max(9, len(settings) * 2.0)
-    figure, (recall_axes, mrr_axes) = plt.subplots(1, 2, figsize=(width, 4.5))
-    recall_lines = {
-        f"{mode} @{k}": {
-            (r.chunk_tokens, r.overlap): r.recall for r in rows if (r.mode, r.k) == (mode, k)
-        }
-        for mode, k in sorted({(r.mode, r.k) for r in rows})
-    }
-    mrr_lines = {
-        mode: {(r.chunk_tokens, r.overlap): r.mrr for r in rows if r.mode == mode}
-        for mode in sorted({r.mode for r in rows})
-    }
-    for axes, lines, name in (
-        (recall_axes, recall_lines, "recall@k"),
-        (mrr_axes, mrr_lines, "MRR@10"),
-    ):
-        shown: list[float] = []
-        for label, values in lines.items():
-            line = [values.get(s, float("nan")) for s in settings]
-            axes.plot(labels, line, marker="o", label=label)
-            shown += [v for v in line if v == v]  # v == v drops NaN
-        axes.set_ylim(*_y_limits(shown))
-        axes.set_xlabel("chunking: tokens per chunk, overlap")
-        axes.set_ylabel(f"{name} (higher is better)")
-        axes.set_title(
-            f"{name} by chunking" + (", mode and k" if name == "recall@k" else " and mode")
-        )
-        axes.grid(axis="y", alpha=0.3)
-        axes.legend(fontsize="small")
-    figure.tight_layout()
-    return cast("Figure", figure)
-
-
-def _y_limits(values: Sequence[float]) -> tuple[float, float]:
-    """Return y-limits around ``values``: a margin of 15% of their spread, at least 0.01."""
-    if not values:
-        return 0.0, 1.0
-    low, high = min(values), max(values)
-    margin = max((high - low) * 0.15, 0.01)
-    return max(0.0, low - margin), min(1.0 + margin / 2, high + margin)

@@ -107,9 +107,21 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--answers", action="store_true", help="score the answers, not the ranking")
     ev.add_argument(
         "--answer-mode",
-        choices=("assistant", "baseline", "both", "oracle", "all"),
+        choices=(
+            "assistant",
+            "baseline",
+            "both",
+            "oracle",
+            "all",
+            "model",
+            "model-compare",
+            "oracle-uncited",
+        ),
         help="with --answers: the assistant (default), the cosine baseline, both side by side, "
-        "the oracle (a perfect loopback model: what the pipeline loses), or all three",
+        "the oracle (a perfect loopback model: what the pipeline loses), all three (and the "
+        "model when one is configured), the configured chat model with its claims cited "
+        "(model), beside its own markers only (model-compare), or the oracle writing no "
+        "markers, its claims cited (oracle-uncited)",
     )
     ev.add_argument("--misses", action="store_true", help="with --answers: list each failure")
     _add_common(ev)

@@ -128,3 +128,11 @@ def test_splits_that_once_showed_a_marker_citing_nothing(text: str) -> None:
     seen = SEEN_MARKER.findall(visible_text(answer.text))
     assert seen
     assert all(re.fullmatch(r"\[[12]\]", m) and int(m[1:-1]) in cited for m in seen), seen
+
+
+@pytest.mark.parametrize("text", ["Parking [9[0]] is paid.", "Parking [4[9[0]]] is paid."])
+def test_a_marker_left_by_removing_a_nested_one_is_checked_too(text: str) -> None:
+    """Removing "[0]" from "[9[0]]" leaves "[9]": once an IndexError that ended the answer."""
+    answer = check_answer("q", text, PARKING_HITS)
+    assert 9 in answer.invalid_citation_numbers
+    assert SEEN_MARKER.findall(visible_text(answer.text)) == []

@@ -81,9 +81,17 @@ def server() -> Iterator[FakeOpenAIServer]:
         yield fake
 
 
-def online(server: FakeOpenAIServer, searcher: FakeSearcher, *, timeout: float = 5) -> Assistant:
+def online(
+    server: FakeOpenAIServer,
+    searcher: FakeSearcher,
+    *,
+    timeout: float = 5,
+    cite_claims: bool = True,
+) -> Assistant:
     # Marked inline, not withheld: these tests look at what the check flags.
-    llm = LLMSettings(base_url=server.base_url, timeout=timeout, grounded_only=False)
+    llm = LLMSettings(
+        base_url=server.base_url, timeout=timeout, grounded_only=False, cite_claims=cite_claims
+    )
     settings = Settings(llm=llm)
     model = OpenAIChat(settings.llm, max_retries=0)
     return Assistant(searcher, model=model, settings=settings, tokenizer=TOKENIZER)

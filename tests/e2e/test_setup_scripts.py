@@ -136,4 +136,4 @@ def test_a_dev_install_serves_start_but_an_app_install_does_not_serve_test(
 def test_setup_refuses_an_unknown_target(tmp_path: Path) -> None:
     ran = setup(fake_checkout(tmp_path, stamp=None), "everything")
     assert ran.returncode == 2
-    assert "usage: scripts/setup.sh [app|dev]" in ran.stderr
+    assert "usage: scripts/setup.sh [app|dev|local-llm [0.5b|1.5b]]" in ran.stderr
