@@ -123,6 +123,13 @@ html, body, gradio-app {{ height: 100%; }}
 # mounts one anew (Send after Stop).
 HEAD = """<script>
 (() => {
+  // A random id of this browser, so a reload gets back the turn it was waiting for
+  // (`in_flight`). getRandomValues works on plain http too; randomUUID does not.
+  if (!document.cookie.split("; ").some((c) => c.startsWith("pa_browser="))) {
+    const bytes = crypto.getRandomValues(new Uint8Array(16));
+    const id = Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+    document.cookie = "pa_browser=" + id + "; path=/; max-age=31536000; SameSite=Strict";
+  }
   const NAMES = [["#chat-input .submit-button", "Send question"],
                  ["#chat-input .stop-button", "Stop the answer"]];
   function name() {

@@ -24,6 +24,7 @@ from assistant.web.changes import ChangeFeed
 from assistant.web.conversations_ui import ConversationControls, wire_conversations, wire_stop
 from assistant.web.feedback import ChatAudit
 from assistant.web.identity import user_of
+from assistant.web.in_flight import InFlight
 from assistant.web.layout import CSS, HEAD, JS, SHORTCUTS_HTML
 from assistant.web.panels import (
     FEEDBACK_OPTIONS,
@@ -97,6 +98,7 @@ def build_demo(
         The Gradio Blocks; serve it with `launch`.
     """
     current: Catalog = catalog or (lambda user: (sources, tags))
+    in_flight = InFlight()
     respond = make_responder(
         service,
         settings=settings,
@@ -106,6 +108,7 @@ def build_demo(
         audit=audit,
         changes=changes,
         suggest=suggest,
+        in_flight=in_flight,
     )
     boxes = filter_boxes(settings.retrieval.top_k)
     demo = gr.Blocks(title=TITLE, analytics_enabled=False, fill_height=True)
@@ -113,7 +116,7 @@ def build_demo(
         header, status_line = _header()
         chat = _chat(respond, boxes, examples, concurrency=settings.ui.concurrency)
         wire_filters(chat, boxes[0], boxes[1])
-        wire_conversations(demo, chat, header, (boxes[0], boxes[1]), directory)
+        wire_conversations(demo, chat, header, (boxes[0], boxes[1]), directory, in_flight)
         wire_stop(chat)
         conversation_tools(
             chat.chatbot,

@@ -27,6 +27,7 @@ from assistant.types import ANONYMOUS, Answer, SearchFilters, SearchResult, Turn
 from assistant.users import Directory
 from assistant.web.answer_view import filter_note, filter_words
 from assistant.web.changes import ChangeFeed
+from assistant.web.conversations import slot_of
 from assistant.web.feedback import RECORD_PREFIX, ChatAudit, owner_of
 from assistant.web.format import (
     escape_markdown,
@@ -35,6 +36,7 @@ from assistant.web.format import (
     trace_markdown,
 )
 from assistant.web.identity import user_of
+from assistant.web.in_flight import InFlight, browser_of
 from assistant.web.messages import (
     answer_messages,
     finished,
@@ -109,6 +111,7 @@ def make_responder(
     audit: ChatAudit | None = None,
     changes: ChangeFeed | None = None,
     suggest: Suggest | None = None,
+    in_flight: InFlight | None = None,
 ) -> Responder:
     """Return the chat generator Gradio calls with (message, history, sources, tags, k).
 
@@ -122,6 +125,7 @@ def make_responder(
         audit: Records each answer (and gives its message the record id); None records nothing.
         changes: Marks sources whose section changed lately ("updated on DATE").
         suggest: Offers follow-up questions after an answer (None offers none).
+        in_flight: Keeps each turn as it streams, for a reload to take back (None: not kept).
 
     The Trace follows an answer for administrators, or for everyone when
     ``settings.ui.trace`` says so.
@@ -159,7 +163,12 @@ def make_responder(
         shown.owner = owner_of(user, getattr(request, "session_hash", None))
         top_k = _clamp_k(k, default=settings.retrieval.top_k)
         turns = history_to_turns(history)
-        yield from _answer(service, question, turns, k=top_k, filters=filters, shown=shown)
+        updates = _answer(service, question, turns, k=top_k, filters=filters, shown=shown)
+        if in_flight is None:
+            yield from updates
+        else:
+            key = browser_of(request, slot_of(user))
+            yield from in_flight.recorded(key, question, updates)
 
     return respond
 
