@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,7 +56,7 @@ class InFlight:
 
     def recorded(
         self, key: Key | None, question: str, updates: Iterator[list[gr.ChatMessage]]
-    ) -> Iterator[list[gr.ChatMessage]]:
+    ) -> Generator[list[gr.ChatMessage], None, None]:
         """Yield ``updates`` unchanged, keeping each under ``key`` (None keeps nothing)."""
         if key is None:
             yield from updates
