@@ -39,6 +39,12 @@ SHORTCUTS_HTML = (
 # Darker than Gradio's greys (#bbbbc2 on white is 1.91:1); every pair here is >= 4.5:1.
 SUBDUED_TEXT = "#5c5c66"
 FOCUS_RING = "#1d4ed8"
+# The same roles in dark mode (Gradio puts ``.dark`` on the body when the OS asks for it):
+# subdued 7.4:1 on Gradio's dark page (#0f0f11), ink and links over 8:1 on the surface.
+DARK_SUBDUED_TEXT = "#a1a1aa"
+DARK_INK = "#f3f4f6"
+DARK_SURFACE = "#1f2937"
+DARK_LINK = "#93c5fd"
 
 CSS = (
     f"""
@@ -46,9 +52,15 @@ CSS = (
    and while an answer streamed (794, 763 then 880 px at 1440 px wide). */
 .gradio-container {{ width: min({READING_WIDTH_PX}px, 100vw) !important;
   max-width: min({READING_WIDTH_PX}px, 100vw) !important; margin: 0 auto !important; }}
-:root, .gradio-container {{ --body-text-color-subdued: {SUBDUED_TEXT};
-  --block-info-text-color: {SUBDUED_TEXT}; --input-placeholder-color: {SUBDUED_TEXT};
-  --block-label-text-color: {SUBDUED_TEXT}; }}
+:root, .gradio-container {{ --pa-subdued: {SUBDUED_TEXT}; --pa-ink: #1f2937;
+  --pa-surface: #fff; --pa-link: {FOCUS_RING}; --pa-focus: {FOCUS_RING};
+  --body-text-color-subdued: var(--pa-subdued);
+  --block-info-text-color: var(--pa-subdued); --input-placeholder-color: var(--pa-subdued);
+  --block-label-text-color: var(--pa-subdued); }}
+/* Gradio forces no colour of ours on the dark theme: each role gets its dark value. The
+   popovers hang from the body, outside the container, so ``.dark`` itself holds them. */
+.dark, .dark .gradio-container {{ --pa-subdued: {DARK_SUBDUED_TEXT}; --pa-ink: {DARK_INK};
+  --pa-surface: {DARK_SURFACE}; --pa-link: {DARK_LINK}; --pa-focus: {DARK_LINK}; }}
 /* The page is exactly the window's height; the chat scrolls inside it and the question box
    stays at the bottom. dvh follows a phone's collapsing address bar. */
 html, body, gradio-app {{ height: 100%; }}
@@ -59,13 +71,16 @@ html, body, gradio-app {{ height: 100%; }}
 .gradio-container main.contain .column {{ min-height: 0 !important; }}
 #chat {{ flex: 1 1 0 !important; min-height: 12rem !important; }}
 .gradio-container footer {{ margin-top: 0 !important; padding: 2px 0 !important; }}
-.gradio-container footer, .gradio-container footer * {{ color: {SUBDUED_TEXT} !important; }}
+.gradio-container footer, .gradio-container footer * {{ color: var(--pa-subdued) !important; }}
+/* Staff have no use for Gradio's API page; the API has its own documented door. */
+.gradio-container footer .show-api, .gradio-container footer .show-api + .divider {{
+  display: none !important; }}
 /* Gradio's elapsed-time counter ("0.1s") fades over the chat while an answer starts:
    staff need no stopwatch, and half faded it is unreadable (contrast under 4.5:1). */
 .gradio-container .progress-text {{ display: none !important; }}
 /* A ring on whatever has the keyboard focus, the question box included. */
 .gradio-container :focus-visible, #chat-input textarea:focus {{
-  outline: 3px solid {FOCUS_RING} !important; outline-offset: 1px; }}
+  outline: 3px solid var(--pa-focus) !important; outline-offset: 1px; }}
 #shortcuts-help {{ position: relative; flex-grow: 0; }}
 #shortcuts-help summary {{ list-style: none; cursor: pointer; width: 2rem; height: 2rem;
   border-radius: 50%; border: 1px solid {SUBDUED_TEXT}; text-align: center;
@@ -79,16 +94,17 @@ html, body, gradio-app {{ height: 100%; }}
 /* A citation's passage, in place over the chat. */
 #citation-pop {{ position: fixed; z-index: 50; box-sizing: border-box;
   padding: 0.75rem 2.25rem 0.75rem 0.75rem;
-  background: #fff; color: #1f2937; border: 1px solid {SUBDUED_TEXT}; border-radius: 8px;
+  background: var(--pa-surface); color: var(--pa-ink); border: 1px solid var(--pa-subdued);
+  border-radius: 8px;
   box-shadow: 0 6px 24px rgba(0, 0, 0, 0.18); font-size: 0.95rem; max-height: 60vh;
   overflow-y: auto; }}
 #citation-pop .citation-path {{ margin: 0 0 0.5rem; font-weight: 600; }}
 #citation-pop blockquote {{ margin: 0 0 0.5rem; padding-left: 0.6rem;
-  border-left: 3px solid {FOCUS_RING}; }}
-#citation-pop a {{ color: {FOCUS_RING}; text-decoration: underline; }}
+  border-left: 3px solid var(--pa-link); }}
+#citation-pop a {{ color: var(--pa-link); text-decoration: underline; }}
 #citation-pop .citation-close {{ position: absolute; top: 0.25rem; right: 0.25rem;
   width: 2rem; height: 2rem; font-size: 1.25rem; background: none; border: 0;
-  color: #1f2937; cursor: pointer; }}
+  color: var(--pa-ink); cursor: pointer; }}
 /* Flex items default to min-width: auto, so one wide table widened the whole page. */
 .gradio-container, .gradio-container .main, .gradio-container main, .gradio-container .wrap,
 .gradio-container .column, .bubble-wrap, .message-wrap {{
@@ -107,7 +123,7 @@ html, body, gradio-app {{ height: 100%; }}
 }}
 .message-content table {{ display: block; max-width: 100%; overflow-x: auto; }}
 .message-content .table-hint {{ margin: 0.25rem 0; font-size: 0.85rem;
-  color: {SUBDUED_TEXT}; }}
+  color: var(--pa-subdued); }}
 .message-content th, .message-content td {{ min-width: 7rem; overflow-wrap: normal !important;
   word-break: normal !important; }}
 .message-content pre {{ white-space: pre-wrap; overflow-wrap: anywhere; }}

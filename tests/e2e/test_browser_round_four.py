@@ -1,8 +1,10 @@
-"""Issue 39 in chromium: each citation marker opens its own sentence, numbered as shown.
+"""Issue 39 in chromium: each citation marker opens its own sentence; dark mode reads.
 
 One real app behind a fake model for the module. An answer that quotes two sentences of
 the leave policy cites it twice: each ``[n]`` previews and highlights its own sentence,
 whole; sources read 1..n in the order first cited, and no relevance score is shown.
+With the OS in dark mode every text is AA (header status, footer, the feedback
+confirmation, the citation popover) and the popovers are dark too.
 
 Run one file at a time: ``python -m pytest tests/e2e/test_browser_round_four.py``.
 """
@@ -15,6 +17,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
+from tests.support.accessibility import low_contrast
 from tests.support.chromium import browser_marks, open_page
 from tests.support.openai_server import Reply
 from tests.support.served_ui import Served, ask_and_wait_saved, behind_fake_model
@@ -43,9 +46,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         yield app
 
 
-def _answered(browser: Any, served: Served, question: str) -> Any:
-    page = open_page(browser)
-    page.set_viewport_size({"width": 1440, "height": 900})
+def _answered(browser: Any, served: Served, question: str, *, scheme: str = "light") -> Any:
+    context = browser.new_context(viewport={"width": 1440, "height": 900}, color_scheme=scheme)
+    page = open_page(context)
     page.goto(served.url, wait_until="load")
     page.locator("#chat-input textarea").wait_for()
     ask_and_wait_saved(page, question)
@@ -88,3 +91,45 @@ def test_sources_read_in_the_order_first_cited_without_a_score(
     listing = sources.inner_text()
     assert "relevance" not in listing
     assert listing.index("[1]") < listing.index("[2]")
+
+
+_THANKS_OPAQUE = """() => {
+  const thanks = [...document.querySelectorAll('#feedback-pop p')]
+    .find((p) => p.textContent.includes('Thanks'));
+  if (!thanks) return false;
+  for (let n = thanks; n; n = n.parentElement) {
+    if (Number(getComputedStyle(n).opacity) < 1) return false;
+  }
+  return true;
+}"""
+
+
+def _dark_background(page: Any, selector: str) -> bool:
+    rgb = page.eval_on_selector(selector, "el => getComputedStyle(el).backgroundColor")
+    return sum(int(part) for part in rgb[rgb.index("(") + 1 : -1].split(",")[:3]) < 3 * 96
+
+
+def test_dark_mode_keeps_every_text_aa_and_themes_the_popovers(
+    served: Served, browser: Any
+) -> None:
+    served.replies["next"] = Reply(text=TWO_QUOTES)
+    page = _answered(browser, served, ENTITLEMENT, scheme="dark")
+    assert page.evaluate("document.body.classList.contains('dark')")
+    assert low_contrast(page) == []
+    _markers(page).first.click()
+    page.wait_for_selector("#citation-pop", state="visible")
+    assert _dark_background(page, "#citation-pop")
+    assert low_contrast(page) == []
+    page.keyboard.press("Escape")
+    page.get_by_role("button", name="Dislike").first.click()
+    page.wait_for_selector("#feedback-pop", state="visible")
+    page.locator("#feedback-pop").get_by_text("Thanks", exact=False).wait_for()
+    # Gradio fades the form in; contrast counts opacity, so measure once it is shown.
+    page.wait_for_function(_THANKS_OPAQUE)
+    assert _dark_background(page, "#feedback-pop")
+    assert low_contrast(page) == []
+
+
+def test_the_footer_offers_staff_no_api_page(served: Served, browser: Any) -> None:
+    page = _answered(browser, served, ENTITLEMENT)
+    assert page.get_by_text("Use via API").is_visible() is False
