@@ -72,9 +72,15 @@ html, body, gradio-app {{ height: 100%; }}
 #chat {{ flex: 1 1 0 !important; min-height: 12rem !important; }}
 .gradio-container footer {{ margin-top: 0 !important; padding: 2px 0 !important; }}
 .gradio-container footer, .gradio-container footer * {{ color: var(--pa-subdued) !important; }}
-/* Staff have no use for Gradio's API page; the API has its own documented door. */
-.gradio-container footer .show-api, .gradio-container footer .show-api + .divider {{
-  display: none !important; }}
+/* Staff have no use for Gradio's API page (the API has its own documented door); without
+   it the footer holds only a divider. */
+.gradio-container footer {{ display: none !important; }}
+/* The "scroll down" button sits in a lane of its own at the chat's right edge: in the
+   middle it covered the Sources summary of an answer shown from its start. */
+#chat .scroll-down-button-container {{ left: auto !important; right: 2px !important;
+  transform: none !important; bottom: 6px !important; }}
+#chat .message-row {{ padding-right: 2.5rem; }}
+#tools-toggle {{ display: none; }}
 /* Gradio's elapsed-time counter ("0.1s") fades over the chat while an answer starts:
    staff need no stopwatch, and half faded it is unreadable (contrast under 4.5:1). */
 .gradio-container .progress-text {{ display: none !important; }}
@@ -115,11 +121,28 @@ html, body, gradio-app {{ height: 100%; }}
 #chat-header h1 {{ margin: 0; font-size: 1.5rem; overflow-wrap: normal; word-break: normal; }}
 #chat-status p {{ margin: 0; color: var(--body-text-color-subdued); font-size: 0.85rem; }}
 #new-chat {{ flex-grow: 0; min-width: max-content; }}
-/* On a phone the kept conversations take a line of their own under the title. */
+/* On a phone the conversation gets the screen: a one-line header and status, and the
+   filters, downloads and recent changes folded under the input behind one toggle (the
+   page's script marks them ``pa-folded``). The kept conversations take a line of their
+   own under the title. Gradio scopes a media rule's selectors to its ``.contain``, so
+   these name what is inside it; the app's own padding shrinks with a clamp. */
+.gradio-container > .main {{
+  padding-top: clamp(4px, calc((100vw - 640px) * 100), 16px) !important;
+  padding-bottom: clamp(4px, calc((100vw - 640px) * 100), 16px) !important; }}
 @media (max-width: 640px) {{
-  #chat-header {{ flex-wrap: wrap; }}
+  .column, .gr-group {{ gap: 6px !important; }}
+  #chat-header {{ flex-wrap: wrap; gap: 0.25rem; }}
+  #chat-header > .block:first-child, #chat-header .prose {{ min-width: 0 !important;
+    flex: 1 1 0 !important; }}
   #previous-chats {{ order: 3; flex-basis: 100%; }}
-  #chat-header h1 {{ font-size: 1.25rem; }}
+  #chat-header h1 {{ font-size: 1.05rem; white-space: nowrap; }}
+  #chat-status p {{ font-size: 0.75rem; white-space: nowrap; overflow: hidden;
+    text-overflow: ellipsis; }}
+  #chat {{ min-height: 0 !important; }}
+  .pa-folded {{ display: none !important; }}
+  #tools-toggle {{ display: block; width: 100%; padding: 0.35rem 0.5rem; text-align: left;
+    font-size: 0.9rem; background: none; color: var(--pa-ink);
+    border: 1px solid var(--pa-subdued); border-radius: 6px; cursor: pointer; }}
 }}
 .message-content table {{ display: block; max-width: 100%; overflow-x: auto; }}
 .message-content .table-hint {{ margin: 0.25rem 0; font-size: 0.85rem;
@@ -264,6 +287,8 @@ JS = (
       if (!away || away === document.body || away.closest("#chat, #chat-input")) box.focus();
     }
     busy = now;
+    if (now) showAnswerStart();
+    fold();
   }
   let queued = false;
   new MutationObserver(() => {
@@ -335,6 +360,58 @@ JS = (
       closeCitation();
     }
   }, true);
+
+  // A new answer is shown from its start (its question at the top of the chat), not
+  // from its end: set once per answer, when its first update arrives.
+  let shownFrom = 0;
+  function showAnswerStart() {
+    const rows = document.querySelectorAll("#chat .message-row");
+    const asked = document.querySelectorAll("#chat .message-row.user-row");
+    if (!asked.length || asked.length === shownFrom) return;
+    const last = asked[asked.length - 1];
+    if (rows[rows.length - 1] === last) return;  // no answer yet
+    shownFrom = asked.length;
+    last.scrollIntoView({ block: "start" });
+  }
+  // On a phone the filters, downloads and recent changes fold behind one toggle.
+  function tools() {
+    const accordions = Array.from(document.querySelectorAll(".gr-accordion"));
+    const named = (text) => accordions.find((a) => a.innerText.trim().startsWith(text));
+    return [named("Filters"), document.getElementById("export-row"),
+            named("Recent policy changes")].filter(Boolean);
+  }
+  const narrow = window.matchMedia("(max-width: 640px)");
+  function fold() {
+    const parts = tools();
+    let toggle = document.getElementById("tools-toggle");
+    if (!narrow.matches) {  // a wide screen shows them all, with no toggle in the way
+      if (toggle) toggle.remove();
+      parts.forEach((part) => part.classList.remove("pa-folded"));
+      return;
+    }
+    if (!parts.length) return;
+    if (!toggle) {
+      toggle = document.createElement("button");
+      toggle.id = "tools-toggle";
+      toggle.type = "button";
+      toggle.setAttribute("aria-expanded", "false");
+      toggle.textContent = "Filters, downloads and recent changes \u25b8";
+      toggle.addEventListener("click", () => {
+        const open = toggle.getAttribute("aria-expanded") !== "true";
+        toggle.setAttribute("aria-expanded", String(open));
+        toggle.textContent = "Filters, downloads and recent changes " +
+          (open ? "\u25be" : "\u25b8");
+        tools().forEach((part) => part.classList.toggle("pa-folded", !open));
+      });
+      parts[0].before(toggle);
+    }
+    const open = toggle.getAttribute("aria-expanded") === "true";
+    parts.forEach((part) => {
+      if (part.classList.contains("pa-folded") === open) part.classList.toggle("pa-folded", !open);
+    });
+  }
+  fold();
+  narrow.addEventListener("change", fold);
 
   // Open WebUI's bindings: Esc stops, Ctrl+Shift+O starts a new chat, Shift+Esc goes
   // to the question box.

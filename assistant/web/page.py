@@ -148,6 +148,9 @@ def _chat(
             scale=1,
             height="100%",
             latex_delimiters=[],
+            # The page's script shows each new answer from its start; Gradio's own
+            # scrolling followed the stream to its end, out of sight of the start.
+            autoscroll=False,
             buttons=["copy"],
             # Thumbs, and a flag menu of common faults (stored as a thumbs down
             # with that reason, which the reason box then shows).

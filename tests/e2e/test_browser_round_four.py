@@ -133,3 +133,33 @@ def test_dark_mode_keeps_every_text_aa_and_themes_the_popovers(
 def test_the_footer_offers_staff_no_api_page(served: Served, browser: Any) -> None:
     page = _answered(browser, served, ENTITLEMENT)
     assert page.get_by_text("Use via API").is_visible() is False
+
+
+LONG = " ".join([ENTITLED.replace(".", " [1].")] * 25)
+
+
+def test_on_a_phone_the_conversation_gets_the_screen_and_an_answer_shows_from_its_start(
+    served: Served, browser: Any
+) -> None:
+    served.replies["next"] = Reply(text=LONG)
+    page = open_page(browser.new_context(viewport={"width": 390, "height": 844}))
+    page.goto(served.url, wait_until="load")
+    page.locator("#chat-input textarea").wait_for()
+    toggle = page.locator("#tools-toggle")
+    toggle.wait_for()
+    assert not page.get_by_role("button", name="Download conversation (Markdown)").is_visible()
+    ask_and_wait_saved(page, ENTITLEMENT)
+    chat = page.locator("#chat").bounding_box()
+    assert chat["height"] >= 0.75 * 844, chat
+    # The answer's start is in view, not only its end.
+    start = page.locator(".message-row.bot-row").first.bounding_box()
+    assert chat["y"] <= start["y"] < chat["y"] + chat["height"], (start, chat)
+    down = page.locator("#chat .scroll-down-button-container button")
+    summary = page.locator("#chat .thought-group .title").first.bounding_box()
+    if down.count() and down.first.is_visible() and summary:
+        box = down.first.bounding_box()
+        assert box["x"] >= summary["x"] + summary["width"] or box["y"] >= summary["y"] + 40
+    toggle.click()
+    assert toggle.get_attribute("aria-expanded") == "true"
+    page.get_by_role("button", name="Download conversation (Markdown)").wait_for()
+    page.get_by_text("Recent policy changes").first.wait_for()
