@@ -9,6 +9,12 @@ follow-up. The previous question is itself resolved first, so a chain of
 fragments ("and for development loans?", then "what about for members under
 6 months?") keeps the topic of the last self-contained question.
 Self-contained questions pass through unchanged.
+
+A short follow-up gets its own subject: it keeps only the frame of the previous
+question and replaces the part it stands for (`subjects`): "and for Kisumu?" after
+"the per diem for an overnight trip to Mombasa" searches the Kisumu per diem, "what
+about maternity?" after "days of sick leave" searches maternity leave. A previous
+question of gibberish carries nothing over ("leave" after "asdkj qwpoe" is "leave").
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
 from assistant.answering.asking import ASKING_WORDS
+from assistant.answering.subjects import gibberish, replaced_slot
 from assistant.errors import LLMError
 from assistant.types import Turn
 from assistant.words import STOPWORDS, content_words
@@ -61,6 +68,9 @@ _QUESTION_START = re.compile(
 # unless it names more than this many content words of its own.
 _POINTING = 2
 _MAX_QUERY_CHARS = 300
+# A follow-up of at most this many keywords ("and for an emergency loan?") may replace
+# the previous question's subject; a longer one adds to it.
+_SUBJECT_WORDS = 3
 
 REWRITE_INSTRUCTIONS = (
     "Rewrite the user's last message as one standalone search query about the "
@@ -127,6 +137,9 @@ class QueryRewriter:
         """Return the standalone query for ``question`` given the earlier turns."""
         if not needs_rewrite(question, history):
             return Rewrite(question, "none")
+        if gibberish(_topic(history)):
+            # Nothing to carry over: words that mean nothing would only mislead the search.
+            return Rewrite(question, "none")
         added = _added(question, _topic(history))
         if self._completer is not None:
             query = self._with_model(question, history)
@@ -158,16 +171,20 @@ def _topic(history: Sequence[Turn]) -> str:
     topic = asked[0]
     for index, text in enumerate(asked[1:], start=1):
         earlier = [Turn("user", t) for t in asked[:index]]
-        topic = _combine(text, topic) if needs_rewrite(text, earlier) else text
+        follows = needs_rewrite(text, earlier) and not gibberish(topic)
+        topic = _combine(text, topic) if follows else text
     return topic
 
 
 def _combine(question: str, previous: str) -> str:
     core = _strip_opening(question)
     replaced = content_words(core)
+    # The words of the previous question the follow-up stands in for ("Mombasa").
+    slot = replaced_slot(core, previous, short=len(_keywords(core)) <= _SUBJECT_WORDS)
     context: list[str] = []
     last_kept = -2
-    for index, word in enumerate(dict.fromkeys(_keywords(previous))):
+    kept = [w for w in _keywords(previous) if w.lower() not in slot]
+    for index, word in enumerate(dict.fromkeys(kept)):
         if content_words(word) <= replaced:
             # The follow-up names this thing anew ("development loans" after
             # "emergency loan"), so the modifier just before it goes too.

@@ -359,6 +359,8 @@ class Assistant:
         turns = clean_history(history)
         rewrite = self._rewriter.rewrite(question, turns)
         result = self._searcher.search(rewrite.query, k=k, filters=filters, user=user)
+        if rewrite.rewritten:
+            result = _own_words_only(result, question)
         retrieval_ms = _ms_since(started)
         logger.info(
             "retrieved %d hits in %.0f ms (no_good_match=%s, rewritten=%s)",
@@ -519,6 +521,26 @@ def no_match_message(hits: Sequence[Hit], *, reason: str = "") -> str:
         for path in [hit.chunk.heading_path]
     ]
     return "\n".join([intro, "", *lines, "", NO_MATCH_OUTRO])
+
+
+_QUOTED = re.compile(r"“([^”]+)”")
+
+
+def _own_words_only(result: SearchResult, question: str) -> SearchResult:
+    """Return ``result`` with no note naming a word the user did not type in this turn.
+
+    A rewritten query carries words of an earlier question; "no document uses 'asdkj'"
+    under a question that never said it reads as nonsense (issue 39).
+    """
+    typed = {word.lower() for word in re.findall(r"[^\W_]+", question)}
+    unknown = tuple(w for w in result.unknown_words if w.lower() in typed)
+    reason = result.no_match_reason
+    named = [
+        w.lower() for phrase in _QUOTED.findall(reason) for w in re.findall(r"[^\W_]+", phrase)
+    ]
+    if any(w not in typed for w in named):
+        reason = "the closest sections cover too little of the question"
+    return replace(result, unknown_words=unknown, no_match_reason=reason)
 
 
 def _prompt_question(question: str, rewrite: Rewrite) -> str:

@@ -45,6 +45,7 @@ from assistant.session import (
     Outcome,
     Problem,
     open_desk,
+    renumbered,
     shown_entries,
     unescape_markdown,
     user_of,
@@ -206,16 +207,19 @@ def _where(hit: Hit) -> dict[str, object]:
 def format_answer(outcome: Outcome) -> str:
     """Return the answer text, then its numbered sources and any statements to check.
 
-    Cited sources are listed in number order; when none is cited (no good
-    match, or an answer without markers) every source is listed, as the chat does.
+    Sources are numbered 1..n in the order the answer first cites them, as the chat
+    shows them; when none is cited (no good match, or an answer without markers) every
+    source is listed, as the chat does.
     """
     answer = outcome.answer
-    shown_sources = shown_entries(outcome.sources)
-    lines = [unescape_markdown(outcome.seen)]
+    entries = outcome.sources
+    shown_sources = shown_entries(entries)
+    numbers = {entry.number: entry.shown for entry in entries}
+    lines = [unescape_markdown(renumbered(outcome.seen, numbers))]
     if shown_sources:
         title = "Closest sections:" if outcome.mode == "no good match" else "Sources:"
         lines += ["", title]
-        lines += [f"[{e.number}] {_source_line(e.hit)}" for e in shown_sources]
+        lines += [f"[{e.shown}] {_source_line(e.hit)}" for e in shown_sources]
     if answer.unsupported_sentences:
         lines += ["", "Check these statements (their words or figures are not in the source):"]
         lines += [f"  {sentence}" for sentence in answer.unsupported_sentences]

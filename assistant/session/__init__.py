@@ -10,7 +10,13 @@ recorded once (`turn`); `visibility` decides what a user may see outside search;
 
 from assistant.session.desk import MAX_K, Desk, Request, filters_for, open_desk
 from assistant.session.filters import Catalogue
-from assistant.session.passages import cited_passages
+from assistant.session.passages import (
+    cited_passages,
+    marker_passages,
+    renumbered,
+    shown_numbers,
+    source_passages,
+)
 from assistant.session.plain import (
     defuse_markers,
     escape_markdown,
@@ -87,6 +93,7 @@ __all__ = [
     "history_to_turns",
     "indexed_at",
     "inert_text",
+    "marker_passages",
     "may_open_now",
     "message_text",
     "open_assistant",
@@ -96,11 +103,14 @@ __all__ = [
     "plain_text",
     "problem_of",
     "readable_docs",
+    "renumbered",
     "searching_as",
     "section_path",
     "shared_embedder",
     "shown_entries",
+    "shown_numbers",
     "source_entries",
+    "source_passages",
     "table_row_text",
     "unescape_markdown",
     "unlinked_markers",

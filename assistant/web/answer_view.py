@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from assistant.session import MAX_K, MAX_QUESTION_CHARS, Problem
+from assistant.session import MAX_K, MAX_QUESTION_CHARS, Problem, shown_numbers
 from assistant.types import Answer, Hit, SearchFilters
 from assistant.web.format import doc_link, escape_markdown, section_path
 from assistant.words import valid_unicode
@@ -71,8 +71,10 @@ def cited_numbers(answer: Answer) -> list[int]:
 
 
 def sources_title(answer: Answer) -> str:
-    """Return "2 sources: Loan Policy > Emergency Loans, ..." for the cited sources."""
+    """Return "2 sources: Loan Policy > Emergency Loans, ..." for the cited sources, as shown."""
+    shown = shown_numbers(answer.text, len(answer.sources))
     numbers = cited_numbers(answer) or list(range(1, len(answer.sources) + 1))
+    numbers.sort(key=lambda number: shown[number])
     places = []
     for number in numbers:
         place = _place(answer.sources[number - 1])

@@ -2,6 +2,7 @@
 
 Restored on load, saved after each change, "New chat" keeps the last one under
 "Previous conversations" in the header, picking one restores it, Clear forgets it.
+A turn a reload cut short (`in_flight`) is added back to the conversation on load.
 ``page`` (server-side, per page) holds the slot of the user the page was loaded
 for and the id of the conversation it shows. A request whose user is not that one
 (another login in the same browser since) stores nothing.
@@ -28,6 +29,7 @@ from assistant.web.conversations import (
     started_new,
 )
 from assistant.web.identity import user_of
+from assistant.web.in_flight import InFlight, browser_of
 from assistant.web.messages import in_progress, mark_stopped
 
 __all__ = [
@@ -62,6 +64,7 @@ class _Keeper:
     """The event handlers; each works on the browser's store and the page's state."""
 
     directory: Directory | None
+    in_flight: InFlight
 
     def slot(self, request: gr.Request | None) -> str:
         return slot_of(user_of(request, self.directory))
@@ -78,8 +81,12 @@ class _Keeper:
     def load(self, stored: object, request: gr.Request | None = None) -> tuple[Any, ...]:
         here = self.slot(request)
         current, messages = opened(stored, here)
+        turn = self.in_flight.take(browser_of(request, here))
+        if turn and not _already_kept(messages, turn):
+            messages = [*messages, *turn]
+            stored, current = saved(stored, here, current, messages, now=time.time())
         state = {"slot": here, "current": current}
-        return messages, messages, state, self.listing(stored, here, current)
+        return messages, messages, stored, state, self.listing(stored, here, current)
 
     def save(
         self, history: object, stored: object, state: Any, request: gr.Request
@@ -89,6 +96,7 @@ class _Keeper:
             return gr.update(), gr.update(), state, gr.update()
         if in_progress(history):  # saved as the Stop left it, whichever update came first
             history = mark_stopped(history)
+        self.in_flight.forget(browser_of(request, here))
         stored, current = saved(stored, here, state.get("current"), history, now=time.time())
         kept = self.listing(stored, here, current)
         return stored, kept, {**state, "current": current}, gr.update(visible=False)
@@ -126,16 +134,17 @@ def wire_conversations(
     header: ConversationControls,
     filters: tuple[gr.Dropdown, gr.Dropdown],
     directory: Directory | None,
+    in_flight: InFlight | None = None,
 ) -> None:
     """Keep conversations in the browser: restore on load, save after each change."""
     store = gr.BrowserState(None, storage_key=STORAGE_KEY, secret=STORAGE_SECRET)
     page = gr.State({})
     chats = [chat.chatbot, chat.chatbot_state]
-    keeper = _Keeper(directory)
+    keeper = _Keeper(directory, in_flight or InFlight())
     # No spinner over the header each time a conversation is saved.
     private: Any = {"api_visibility": "private", "queue": False, "show_progress": "hidden"}
     _queue_history_sync(demo, chat)
-    demo.load(keeper.load, [store], [*chats, page, header.previous], **private)
+    demo.load(keeper.load, [store], [*chats, store, page, header.previous], **private)
     # The chat's own events (an answer, retry, undo, a stop) end by syncing this state.
     chat.chatbot_state.change(
         keeper.save,
@@ -156,6 +165,12 @@ def wire_conversations(
         **private,
     )
     chat.chatbot.clear(keeper.clear, [store, page], [store, header.previous, page], **private)
+
+
+def _already_kept(messages: list[Any], turn: list[dict[str, Any]]) -> bool:
+    """Return whether the conversation already ends with the kept turn's question."""
+    asked = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+    return bool(asked) and asked[-1].get("content") == turn[0]["content"]
 
 
 def _queue_history_sync(demo: gr.Blocks, chat: gr.ChatInterface) -> None:

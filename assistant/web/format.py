@@ -13,13 +13,15 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 
 from assistant.session import (
-    cited_passages,
     defuse_markers,
     doc_link,
     escape_markdown,
     history_to_turns,
+    marker_passages,
     plain_text,
     section_path,
+    shown_numbers,
+    source_passages,
     unlinked_markers,
 )
 from assistant.types import Answer, Hit
@@ -42,33 +44,34 @@ _MARKER = re.compile(r"(?<![\\\[])\[(\d{1,3})\](?!\()")
 
 
 def linked_markers(body: str, answer: Answer) -> str:
-    """Return the answer's Markdown with each ``[n]`` a link to source n's cited passage.
+    """Return the answer's Markdown with each ``[n]`` a link to the passage it relies on.
 
-    The link opens the viewer at the sentence the answer relies on; its title names
-    the source's full section path (the chat shows both in place when it is clicked).
-    Markers that point at no source stay text.
+    Each marker links to its own passage (the source sentence the answer sentence it
+    follows relies on), so two markers of one source may open two places. The link opens
+    the viewer there; its title names the source's full section path (the chat shows
+    both in place when it is clicked). Markers read 1..n in the order of first citation;
+    markers that point at no source stay text.
     """
-    passages = cited_passages(answer)
+    passages = iter(marker_passages(body, answer.sources))
+    shown = shown_numbers(answer.text, len(answer.sources))
 
     def link(match: re.Match[str]) -> str:
         number = int(match[1])
         if not 1 <= number <= len(answer.sources):
             return match[0]
         hit = answer.sources[number - 1]
-        url = doc_link(hit, passage=passages.get(number, ""))
-        path = re.sub(r'["\\\s]+', " ", f"[{number}] {section_path(hit)}").strip()
-        return f'[\\[{number}\\]]({url} "{path}")'
+        url = doc_link(hit, passage=next(passages).passage)
+        label = shown[number]
+        path = re.sub(r'["\\\s]+', " ", f"[{label}] {section_path(hit)}").strip()
+        return f'[\\[{label}\\]]({url} "{path}")'
 
     return _MARKER.sub(link, body)
 
 
-def _snippet(hit: Hit, *, limit: int = SNIPPET_CHARS, passage: str = "") -> str:
-    """Return the excerpt as escaped plain text, one line per paragraph or table row.
-
-    With the cited ``passage`` the excerpt starts at the line holding it, so the
-    panel shows what the answer relies on even deep in a long section.
-    """
-    lines = _excerpt_lines(hit, passage)
+def _snippet(hit: Hit, *, limit: int = SNIPPET_CHARS) -> str:
+    """Return the section's opening as escaped plain text, one line per paragraph or row."""
+    # A document's "[2]" is no citation of ours.
+    lines = plain_text(defuse_markers(hit.chunk.body)).splitlines()
     kept: list[str] = []
     size = 0
     for line in lines:
@@ -84,24 +87,12 @@ def _snippet(hit: Hit, *, limit: int = SNIPPET_CHARS, passage: str = "") -> str:
     return "  \n> ".join(escape_markdown(line) for line in kept)
 
 
-def _excerpt_lines(hit: Hit, passage: str) -> list[str]:
-    # A document's "[2]" is no citation of ours.
-    body = plain_text(defuse_markers(hit.chunk.body)).splitlines()
-    if not passage:
-        return body
-    for text in (body, plain_text(defuse_markers(hit.section_text)).splitlines()):
-        for index, line in enumerate(text):
-            if passage[:60] in line:
-                return text[index:]
-    return body
-
-
 def _source_entry(
     number: int,
     hit: Hit,
     *,
     cited: bool,
-    passage: str = "",
+    passages: Sequence[str] = (),
     updated: Callable[[Hit], str] | None = None,
 ) -> str:
     facts = [f"section: {escape_markdown(hit.chunk.breadcrumb)}"]
@@ -112,15 +103,28 @@ def _source_entry(
     changed = updated(hit) if updated else ""
     if changed:
         facts.append(f"updated on {escape_markdown(changed)}")
-    facts.append(f"relevance {hit.score:.2f}")
     if hit.superseded:
         facts.append("superseded")
     if not cited:
         facts.append("not cited")
     title = escape_markdown(hit.title or hit.chunk.source)
+    first = passages[0] if passages else ""
     return (
-        f"**[{number}] {title}** — [open section]({doc_link(hit, passage=passage)})  \n"
-        f"{' · '.join(facts)}\n\n> {_snippet(hit, passage=passage)}"
+        f"**[{number}] {title}** — [open section]({doc_link(hit, passage=first)})  \n"
+        f"{' · '.join(facts)}\n\n{_excerpt(hit, passages)}"
+    )
+
+
+def _excerpt(hit: Hit, passages: Sequence[str]) -> str:
+    """Return the cited sentences, each quoted whole, or the section's opening without any."""
+    if not passages:
+        return f"> {_snippet(hit)}"
+    if len(passages) == 1:
+        return f"> {escape_markdown(passages[0])}"
+    # Each marker's own sentence, each opening its own place in the viewer.
+    return "\n\n".join(
+        f"> {escape_markdown(passage)} [(open)]({doc_link(hit, passage=passage)})"
+        for passage in passages
     )
 
 
@@ -130,12 +134,13 @@ def sources_markdown(
     include_uncited: bool = False,
     updated: Callable[[Hit], str] | None = None,
 ) -> str:
-    """Render an answer's sources as Markdown, one entry per ``[n]``.
+    """Render an answer's sources as Markdown, one entry per cited source.
 
-    Each entry shows the title, heading path, page, effective date, relevance
-    score, the cited snippet and a link to the section in the document viewer.
-    Cited sources come first in number order; uncited ones only on request
-    (or when nothing was cited, so the reader still sees what was searched).
+    Each entry shows the title, heading path, page, effective date, the sentences its
+    markers cite (each whole) and a link to the section in the document viewer. Sources
+    are numbered as the chat shows the markers (1..n in the order first cited); cited
+    ones come first, uncited ones only on request (or when nothing was cited, so the
+    reader still sees what was searched).
 
     Args:
         answer: The finished answer.
@@ -145,31 +150,33 @@ def sources_markdown(
     Returns:
         Markdown safe to render (document text is escaped); "" when there are no sources.
     """
-    cited = sorted({c.number for c in answer.citations if 1 <= c.number <= len(answer.sources)})
+    cited = {c.number for c in answer.citations if 1 <= c.number <= len(answer.sources)}
     show_all = include_uncited or not cited
-    passages = cited_passages(answer)
+    passages = source_passages(answer)
+    shown = shown_numbers(answer.text, len(answer.sources))
+    order = sorted(range(1, len(answer.sources) + 1), key=lambda number: shown[number])
     entries = [
         _source_entry(
-            number,
-            hit,
+            shown[number],
+            answer.sources[number - 1],
             cited=number in cited,
-            passage=passages.get(number, ""),
+            passages=passages.get(number, ()),
             updated=updated,
         )
-        for number, hit in enumerate(answer.sources, start=1)
+        for number in order
         if show_all or number in cited
     ]
     if not show_all and len(cited) < len(answer.sources):
-        entries.append(_also_retrieved(answer, cited=set(cited)))
+        entries.append(_also_retrieved(answer, cited=cited, shown=shown))
     if answer.invalid_citation_numbers:
         bad = ", ".join(f"\\[{n}\\]" for n in answer.invalid_citation_numbers)
         entries.append(f"*Citations {bad} do not match any source and were ignored.*")
-    shown = [s for s in answer.unsupported_sentences if s in answer.text]
+    shown_claims = [s for s in answer.unsupported_sentences if s in answer.text]
     withheld = [s for s in answer.unsupported_sentences if s not in answer.text]
-    if shown:
+    if shown_claims:
         entries.append(
             "**Check these statements:** their words or figures are not in the source "
-            f"they cite.\n\n{_quoted(shown)}"
+            f"they cite.\n\n{_quoted(shown_claims)}"
         )
     if withheld:
         # Grounded only: the reader should still learn what the model claimed, as a claim.
@@ -184,11 +191,13 @@ def _quoted(sentences: Sequence[str]) -> str:
     return "\n".join(f"> {escape_markdown(s)}" for s in sentences)
 
 
-def _also_retrieved(answer: Answer, *, cited: set[int]) -> str:
+def _also_retrieved(answer: Answer, *, cited: set[int], shown: Mapping[int, int]) -> str:
     others = [
-        f"\\[{number}\\] {escape_markdown(hit.title or hit.chunk.source)} — "
+        f"\\[{shown[number]}\\] {escape_markdown(hit.title or hit.chunk.source)} — "
         f"{escape_markdown(hit.chunk.heading_path[-1])}"
-        for number, hit in enumerate(answer.sources, start=1)
+        for number, hit in sorted(
+            enumerate(answer.sources, start=1), key=lambda pair: shown[pair[0]]
+        )
         if number not in cited
     ]
     return "*Also retrieved, not cited:* " + "; ".join(others)

@@ -69,12 +69,12 @@ def no_match_messages(closest: Sequence[Hit], reason: str, note: str) -> list[gr
     return [gr.ChatMessage(content=text)]
 
 
-def mark_stopped(history: object) -> list[Any]:
+def mark_stopped(history: object, *, note: str = STOPPED_NOTE) -> list[Any]:
     """Return the chat history with its last answer marked as stopped, sources kept.
 
     Stopping ends the answer generator before its final update, so the last answer
-    text and the provisional Sources stay as they were; this says so and closes
-    the Sources' "in progress" state.
+    text and the provisional Sources stay as they were; this says so (``note``) and
+    closes the Sources' "in progress" state.
     """
     if not isinstance(history, list):
         return []
@@ -84,11 +84,11 @@ def mark_stopped(history: object) -> list[Any]:
         return messages
     answer = messages[answer_at]
     content = answer.get("content")
-    if isinstance(content, str) and STOPPED_NOTE not in content:
-        answer["content"] = f"{content}\n\n{STOPPED_NOTE}"
-    elif isinstance(content, list) and STOPPED_NOTE not in str(content):
+    if isinstance(content, str) and note not in content:
+        answer["content"] = f"{content}\n\n{note}"
+    elif isinstance(content, list) and note not in str(content):
         # Gradio 6 sends message content as typed parts.
-        answer["content"] = [*content, {"type": "text", "text": f"\n\n{STOPPED_NOTE}"}]
+        answer["content"] = [*content, {"type": "text", "text": f"\n\n{note}"}]
     for message in messages[answer_at + 1 :]:
         metadata = message.get("metadata") if isinstance(message, dict) else None
         if isinstance(metadata, dict) and metadata.get("title") == IN_PROGRESS:

@@ -24,6 +24,7 @@ from assistant.web.changes import ChangeFeed
 from assistant.web.conversations_ui import ConversationControls, wire_conversations, wire_stop
 from assistant.web.feedback import ChatAudit
 from assistant.web.identity import user_of
+from assistant.web.in_flight import InFlight
 from assistant.web.layout import CSS, HEAD, JS, SHORTCUTS_HTML
 from assistant.web.panels import (
     FEEDBACK_OPTIONS,
@@ -98,6 +99,7 @@ def build_demo(
     """
     settings = desk.settings
     current: Catalog = catalog or desk.catalogue or (lambda user: (sources, tags))
+    in_flight = InFlight()
     respond = make_responder(
         desk.with_catalogue(current),
         names=names,
@@ -105,6 +107,7 @@ def build_demo(
         audit=audit,
         changes=changes,
         suggest=suggest,
+        in_flight=in_flight,
     )
     boxes = filter_boxes(settings.retrieval.top_k)
     demo = gr.Blocks(title=TITLE, analytics_enabled=False, fill_height=True)
@@ -112,7 +115,7 @@ def build_demo(
         header, status_line = _header()
         chat = _chat(respond, boxes, examples, concurrency=settings.ui.concurrency)
         wire_filters(chat, boxes[0], boxes[1])
-        wire_conversations(demo, chat, header, (boxes[0], boxes[1]), directory)
+        wire_conversations(demo, chat, header, (boxes[0], boxes[1]), directory, in_flight)
         wire_stop(chat)
         conversation_tools(
             chat.chatbot,
@@ -144,6 +147,9 @@ def _chat(
             scale=1,
             height="100%",
             latex_delimiters=[],
+            # The page's script shows each new answer from its start; Gradio's own
+            # scrolling followed the stream to its end, out of sight of the start.
+            autoscroll=False,
             buttons=["copy"],
             # Thumbs, and a flag menu of common faults (stored as a thumbs down
             # with that reason, which the reason box then shows).

@@ -12,23 +12,25 @@ from __future__ import annotations
 
 __all__ = ["TOOLS_CSS", "TOOLS_JS"]
 
-_INK = "#1f2937"
-_EDGE = "#5c5c66"  # the page's subdued text colour: 6.4:1 on white
+# The page's ink, surface and subdued colours (`layout.CSS`), light or dark with the theme.
+_INK = "var(--pa-ink)"
+_SURFACE = "var(--pa-surface)"
+_EDGE = "var(--pa-subdued)"
 
 TOOLS_CSS = f"""
 #feedback-pop {{ position: fixed !important; z-index: 45; box-sizing: border-box;
-  background: #fff; color: {_INK}; border: 1px solid {_EDGE}; border-radius: 8px;
+  background: {_SURFACE}; color: {_INK}; border: 1px solid {_EDGE}; border-radius: 8px;
   box-shadow: 0 6px 24px rgba(0, 0, 0, 0.18); padding: 0.5rem; gap: 0.4rem;
   max-height: 80vh; overflow-y: auto; }}
 #feedback-pop #feedback-close {{ align-self: flex-end; width: auto; }}
-.extra-feedback .extra-feedback-options {{ z-index: 60; background: #fff;
+.extra-feedback .extra-feedback-options {{ z-index: 60; background: {_SURFACE};
   border: 1px solid {_EDGE}; border-radius: 6px; padding: 0.25rem; }}
 .extra-feedback:focus-within .extra-feedback-options {{ display: flex; }}
 .export-file {{ position: absolute !important; visibility: hidden; height: 0 !important;
   overflow: hidden; padding: 0 !important; border: 0 !important; }}
 #follow-ups {{ display: flex; flex-wrap: wrap; gap: 0.4rem; margin: 0.25rem 0; }}
 #follow-ups button {{ font-size: 0.9rem; text-align: left; padding: 0.3rem 0.7rem;
-  border: 1px solid {_EDGE}; border-radius: 999px; background: #fff; color: {_INK};
+  border: 1px solid {_EDGE}; border-radius: 999px; background: {_SURFACE}; color: {_INK};
   cursor: pointer; }}
 """
 

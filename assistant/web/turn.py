@@ -29,9 +29,11 @@ from assistant.web.answer_view import (
     problem_words,
 )
 from assistant.web.changes import ChangeFeed
+from assistant.web.conversations import slot_of
 from assistant.web.feedback import RECORD_PREFIX, ChatAudit, owner_of
 from assistant.web.format import linked_markers, trace_markdown
 from assistant.web.identity import user_of
+from assistant.web.in_flight import InFlight, browser_of
 from assistant.web.messages import (
     answer_messages,
     finished,
@@ -88,6 +90,7 @@ def make_responder(
     audit: ChatAudit | None = None,
     changes: ChangeFeed | None = None,
     suggest: Suggest | None = None,
+    in_flight: InFlight | None = None,
 ) -> Responder:
     """Return the chat generator Gradio calls with (message, history, sources, tags, k).
 
@@ -99,6 +102,7 @@ def make_responder(
         audit: Takes the thumbs on each answer the desk recorded; None takes none.
         changes: Marks sources whose section changed lately ("updated on DATE").
         suggest: Offers follow-up questions after an answer (None offers none).
+        in_flight: Keeps each turn as it streams, for a reload to take back (None: not kept).
 
     The Trace follows an answer for administrators, or for everyone when
     ``settings.ui.trace`` says so.
@@ -131,7 +135,12 @@ def make_responder(
         # Retrieval internals are for administrators unless the setting says everyone.
         shown.trace = settings.ui.trace == "everyone" or user.is_admin
         shown.owner = owner_of(user, getattr(request, "session_hash", None))
-        yield from _answer(desk, asked, shown=shown)
+        updates = _answer(desk, asked, shown=shown)
+        if in_flight is None:
+            yield from updates
+        else:
+            key = browser_of(request, slot_of(user))
+            yield from in_flight.recorded(key, message, updates)
 
     return respond
 

@@ -356,3 +356,18 @@ def test_build_assistant_ranks_offline_passages_with_the_given_embedder() -> Non
     text = "".join(service.ask("How many days of annual leave do full-time members get?"))
     assert "25 days of annual leave" in text
     assert embedder.embedded > 0
+
+
+def test_a_follow_ups_result_names_no_word_of_an_earlier_question() -> None:
+    # The searched query carries "canteen" over from the first question; the user
+    # typed only "and parking?", so no note may name it.
+    searcher = FakeSearcher(no_good_match=True, unknown_words=("canteen", "parking"))
+    history = [
+        Turn("user", "Is the canteen open on Saturdays?"),
+        Turn("assistant", "The policies do not say."),
+    ]
+    run = offline(searcher).ask("and parking?", history=history)
+    assert searcher.calls[0][0] != "and parking?"
+    assert run.result.unknown_words == ("parking",)
+    assert "canteen" not in run.result.no_match_reason
+    assert "canteen" not in "".join(run)

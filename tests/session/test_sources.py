@@ -52,3 +52,14 @@ def test_the_updated_date_comes_from_the_lookup_given() -> None:
         updated=lambda hit: "2026-03-01" if hit.chunk.source == "leave.md" else "",
     )
     assert [e.updated_on for e in entries] == ["", "2026-03-01"]
+
+
+def test_entries_carry_the_number_shown_and_each_markers_passage() -> None:
+    text = "Staff get 21 days [2]. Loans cost 12% interest [1]. They are repaid over a year [1]."
+    entries = source_entries(answer(text, cited=(1, 2)))
+    assert [(e.number, e.shown) for e in entries] == [(1, 2), (2, 1)]
+    assert entries[0].passages == (
+        "Emergency loans carry interest at 12% a year.",
+        "They are repaid over a year.",
+    )
+    assert [e.number for e in shown_entries(entries)] == [2, 1]

@@ -63,12 +63,15 @@ def test_sources_list_cited_first_and_report_invalid_numbers() -> None:
 
     text = sources_markdown(answer)
 
-    assert "[2] Loan Policy" in text
-    assert "[1] Loan Policy" not in text
-    assert "Also retrieved, not cited:* \\[1\\] Loan Policy" in text
+    # Numbered as the chat shows the markers: the first cited source is [1].
+    assert "**[1] Loan Policy** — [open section](/doc/loan-policy.md#limits)" in text
+    assert "[2] Loan Policy**" not in text
+    assert "Also retrieved, not cited:* \\[2\\] Loan Policy — Interest" in text
     assert "page 3" in text
     assert "\\[7\\]" in text
-    assert "[1] Loan Policy" in sources_markdown(answer, include_uncited=True)
+    assert "[2] Loan Policy** — [open section](/doc/loan-policy.md#interest)" in sources_markdown(
+        answer, include_uncited=True
+    )
 
 
 def test_uncited_answer_still_lists_what_was_searched() -> None:
