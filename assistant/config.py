@@ -16,6 +16,8 @@ ASSISTANT_EMBEDDING_MODEL      model name for the ``openai`` backend
 ASSISTANT_EMBEDDING_BASE_URL   OpenAI-compatible embeddings endpoint
 ASSISTANT_EMBEDDING_API_KEY    its key (falls back to OPENAI_API_KEY)
 ASSISTANT_EMBEDDING_VARIANT    local model file: ``packaged`` (default) or ``dynamic``
+ASSISTANT_READER               ``0``: the offline answer decides without the shipped reader
+                               (default on with the packaged embedder; docs/reader-model.md)
 ASSISTANT_CHUNK_TOKENS         chunk budget in tiktoken tokens, heading path included
 ASSISTANT_CHUNK_OVERLAP        overlap as a fraction of the chunk budget
 ASSISTANT_CHUNK_FILL           ``1``: cut the block that does not fit at a sentence end, so chunks
@@ -193,6 +195,8 @@ class EmbeddingSettings:
     api_key: str = ""
     batch_size: int = 64
     variant: str = "packaged"
+    # The shipped reader reads the packaged model's word pieces (offline answers only).
+    reader: bool = True
 
     def __post_init__(self) -> None:
         if self.variant not in ("packaged", "dynamic"):
@@ -565,6 +569,7 @@ def _embedding_settings(env: _Env, d: EmbeddingSettings, openai_key: str) -> Emb
         base_url=env.text("ASSISTANT_EMBEDDING_BASE_URL", ""),
         api_key=env.text("ASSISTANT_EMBEDDING_API_KEY", openai_key),
         variant=env.text("ASSISTANT_EMBEDDING_VARIANT", d.variant),
+        reader=env.switch("ASSISTANT_READER", d.reader),
     )
 
 

@@ -42,6 +42,7 @@ _NOT_TOPIC_TEXT = """
     they them their theirs it its one ones someone somebody something anything everything
     nothing anyone everyone nobody anybody somewhere anywhere everywhere nowhere
     okay ok alright yeah yes yep hey hi hello thanks thank please sorry stuff thing things
+    ugh hmm um uh oh wow lol omg pls plz thx ah eh
     kind sort bit lot lots couple bunch way ways case cases deal matter point fact idea
     really actually basically honestly literally probably maybe perhaps hopefully just
     pretty quite rather fairly super totally kinda sorta gonna wanna gotta

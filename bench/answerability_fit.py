@@ -47,7 +47,7 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
-from cached_embedder import CachedEmbedder
+from cached_embedder import CachedEmbedder, CachedReader
 
 from assistant.answering.answerability import (
     CALIBRATION_FILE,
@@ -62,7 +62,8 @@ from assistant.answering.prompt import build_prompt
 from assistant.answering.ranking import focus_words, rank_units
 from assistant.config import Settings
 from assistant.embeddings.factory import make_embedder
-from assistant.protocols import Embedder
+from assistant.embeddings.late_reader import load_reader
+from assistant.protocols import Embedder, Reader
 from assistant.retrieval.evaluation import load_questions
 from assistant.retrieval.factory import open_retriever
 from assistant.tokens import get_tokenizer
@@ -90,7 +91,11 @@ class Row:
 
 
 def signals_for(
-    question: EvalQuestion, result: SearchResult, settings: Settings, embedder: Embedder
+    question: EvalQuestion,
+    result: SearchResult,
+    settings: Settings,
+    embedder: Embedder,
+    reader: Reader | None = None,
 ) -> Signals:
     """Measure the signals the service's offline path would decide on."""
     prompt = build_prompt(
@@ -107,23 +112,34 @@ def signals_for(
         embedder=embedder,
         unknown_words=unknown,
         token_level=True,
+        reader=reader,
     )
+    read: list[float] = []
+    if reader is not None and prompt.sources:
+        read = reader.score(question.question, [h.chunk.text for h in prompt.sources[:5]])
     return measure(
         question.question,
         ranked,
         focus_words(question.question, unknown),
         unknown,
         doubted=result.no_good_match,
+        passages_read=read,
     )
 
 
-def rows_for(name: str, files: Sequence[Path], index: Path, cache: Path) -> list[Row]:
-    """Return the rows of one set, searching (or reading the cached search) once each."""
+def rows_for(
+    name: str, files: Sequence[Path], index: Path, cache: Path, *, read: bool = False
+) -> list[Row]:
+    """Return the rows of one set, searching (or reading the cached search) once each.
+
+    With ``read``, the shipped reader also reads each question's passages and units.
+    """
     settings = Settings.from_env({})
     settings = replace(settings, store=replace(settings.store, path=index))
     cache.mkdir(parents=True, exist_ok=True)
     embedder = CachedEmbedder(make_embedder(settings.embedding), cache / f"{name}-vectors.pkl")
     retriever = open_retriever(settings, embedder=embedder)
+    reader = CachedReader(load_reader(embedder), cache / f"{name}-reader.pkl") if read else None
     rows = []
     for path in files:
         for question in load_questions(path):
@@ -134,9 +150,11 @@ def rows_for(name: str, files: Sequence[Path], index: Path, cache: Path) -> list
             else:
                 result = retriever.search(question.question)
                 stored.write_bytes(pickle.dumps(result))
-            signals = signals_for(question, result, settings, embedder)
+            signals = signals_for(question, result, settings, embedder, reader)
             rows.append(Row(name, question.id, bool(question.gold), signals))
     embedder.save()
+    if reader is not None:
+        reader.save()
     return rows
 
 
@@ -354,13 +372,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--signals", default=",".join(SHIPPED), help="comma-separated signals of the shipped model"
     )
+    parser.add_argument(
+        "--reader",
+        default="",
+        help="comma-separated signals of a with_reader model (read by the shipped reader)",
+    )
     args = parser.parse_args(argv)
     if args.timing:
         for name, files, index in args.set:
             timing(name, files, index, args.cache, args.timing)
         return
+    reading = tuple(n for n in args.reader.split(",") if n)
     rows = [
-        row for name, files, index in args.set for row in rows_for(name, files, index, args.cache)
+        row
+        for name, files, index in args.set
+        for row in rows_for(name, files, index, args.cache, read=bool(reading))
     ]
     single_signal_auc(rows)
     shipped = tuple(args.signals.split(","))
@@ -372,6 +398,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     }
     if TOKEN_SIGNALS & set(shipped):
         fitted["with_tokens"] = report(rows, shipped, *limits)
+    if reading:
+        fitted["with_reader"] = report(rows, reading, *limits)
     if args.write:
         fitted["fitted_on"] = sorted({r.group for r in rows})  # type: ignore[assignment]
         CALIBRATION_FILE.write_text(json.dumps(fitted, indent=1) + "\n", encoding="utf-8")

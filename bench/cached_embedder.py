@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from assistant.protocols import Embedder
+from assistant.protocols import Embedder, Reader
 from assistant.types import TokenVectors
 
 
@@ -61,3 +61,25 @@ class CachedEmbedder:
     def save(self) -> None:
         self.path.write_bytes(pickle.dumps(self.memo))
         self.path.with_suffix(".tokens.pkl").write_bytes(pickle.dumps(self.tokens))
+
+
+class CachedReader:
+    """A reader with a (question, passage) -> probability memo on disk (saved with `save`)."""
+
+    def __init__(self, inner: Reader, path: Path) -> None:
+        self.inner = inner
+        self.path = path
+        self.memo: dict[tuple[str, str], float] = (
+            pickle.loads(path.read_bytes()) if path.exists() else {}
+        )
+        self.identity = inner.identity
+
+    def score(self, question: str, passages: Sequence[str]) -> list[float]:
+        todo = [p for p in dict.fromkeys(passages) if (question, p) not in self.memo]
+        if todo:
+            for passage, value in zip(todo, self.inner.score(question, todo), strict=True):
+                self.memo[(question, passage)] = value
+        return [self.memo[(question, p)] for p in passages]
+
+    def save(self) -> None:
+        self.path.write_bytes(pickle.dumps(self.memo))

@@ -59,6 +59,7 @@ __all__ = [
     "rank_units",
     "reader_scores",
     "reader_text",
+    "token_embedder",
     "weakest_word",
 ]
 
@@ -454,7 +455,7 @@ def _cosines(
     if embedder is None or not candidates:
         return [[0.0] * len(candidates) for _ in queries], none
     texts = [*queries, *(_embedded(c.unit) for c in candidates)]
-    tokens = _token_embedder(embedder) if token_level else None
+    tokens = token_embedder(embedder) if token_level else None
     if tokens is None:
         vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
         token_match = none
@@ -550,10 +551,11 @@ def _phrase_share(phrases: Sequence[tuple[str, str]], unit: AnswerUnit) -> float
 
 def has_token_vectors(embedder: Embedder | None) -> bool:
     """Whether ``embedder`` returns word-piece vectors with its pooled ones (the packaged one)."""
-    return embedder is not None and _token_embedder(embedder) is not None
+    return embedder is not None and token_embedder(embedder) is not None
 
 
-def _token_embedder(embedder: Embedder) -> TokenEmbedder | None:
+def token_embedder(embedder: Embedder) -> TokenEmbedder | None:
+    """Return ``embedder`` as a `TokenEmbedder` when it returns word-piece vectors, else None."""
     # Looked up by name: an isinstance check on the protocol would read the
     # embedder's properties, which for a remote embedder costs a request.
     if callable(getattr(embedder, "embed_tokens", None)):

@@ -30,9 +30,11 @@ from assistant.answering.extractive import (
 )
 from assistant.answering.llm import LENGTH_NOTE, TIME_NOTE, OpenAIChat
 from assistant.answering.prompt import Prompt, build_prompt
+from assistant.answering.ranking import token_embedder
 from assistant.answering.rewrite import Completer, QueryRewriter, Rewrite
 from assistant.answering.safety import SafeStream, escape_markdown
 from assistant.config import Settings
+from assistant.embeddings.late_reader import load_reader
 from assistant.errors import LLMError
 from assistant.protocols import ChatModel, Embedder, Reader, Searcher
 from assistant.tokens import Tokenizer, get_tokenizer
@@ -466,7 +468,16 @@ def build_assistant(
         settings=settings,
         tokenizer=get_tokenizer(settings.chunking.encoding),
         embedder=embedder,
+        reader=_reader(settings, embedder) if model is None else None,
     )
+
+
+def _reader(settings: Settings, embedder: Embedder | None) -> Reader | None:
+    """Return the shipped reader over the packaged embedder's word pieces, if it reads them."""
+    if not settings.embedding.reader or embedder is None:
+        return None
+    tokens = token_embedder(embedder)
+    return load_reader(tokens) if tokens is not None else None
 
 
 def shown_text(answer: Answer, *, streamed: str, error: str = "") -> str:
