@@ -224,7 +224,7 @@ def rank_units(
     so one question costs one embedding call of bounded size. Words no indexed
     chunk contains (``unknown_words``) no unit can match; they are left out of
     the word shares (the answer names them in a note instead). With a
-    ``reader``, the same units are also read against the question (one call).
+    ``reader`` and a ``weights.reader``, the same units are also read (one call).
     """
     wanted = focus_words(question, unknown_words)
     kind = wanted_value(question)
@@ -252,7 +252,9 @@ def rank_units(
         embedder,
         token_level=token_level or weights.late > 0,
     )
-    read = reader_scores(question, [s[0].unit for s in prior], reader)
+    # Reading every unit costs a second model run (about 250 ms p95 for 24 units on two
+    # cores); it is made only where the ranking weighs it.
+    read = reader_scores(question, [s[0].unit for s in prior], reader if weights.reader else None)
     phrases = key_phrases(question, wanted)
     part_words = [focus_words(p, unknown_words) & wanted for p in parts]
     part_kinds = [asked_value(p) for p in parts]

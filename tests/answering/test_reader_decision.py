@@ -52,7 +52,7 @@ def test_the_reader_answers_a_question_asked_in_everyday_words() -> None:
     )
     assert draft.covered
     assert "three days of paid compassionate leave" in draft.text
-    assert reader.calls == [2, 2]  # the units, then the passages: two calls
+    assert reader.calls == [2]  # the passages only: units are read where the ranking weighs them
 
 
 def test_the_reader_refuses_when_no_passage_answers() -> None:
