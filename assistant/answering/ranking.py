@@ -252,9 +252,7 @@ def rank_units(
         embedder,
         token_level=token_level or weights.late > 0,
     )
-    # Reading every unit costs a second model run (about 250 ms p95 for 24 units on two
-    # cores); it is made only where the ranking weighs it.
-    read = reader_scores(question, [s[0].unit for s in prior], reader if weights.reader else None)
+    read = reader_scores(question, [s[0].unit for s in prior], reader, weight=weights.reader)
     phrases = key_phrases(question, wanted)
     part_words = [focus_words(p, unknown_words) & wanted for p in parts]
     part_kinds = [asked_value(p) for p in parts]
@@ -427,9 +425,15 @@ def _same_stem(a: str, b: str) -> bool:
     return prefix >= _MIN_SHARED
 
 
-def reader_scores(question: str, units: Sequence[AnswerUnit], reader: Reader | None) -> list[float]:
-    """Return the reader's probability that each unit, under its headings, answers ``question``."""
-    if reader is None or not units:
+def reader_scores(
+    question: str, units: Sequence[AnswerUnit], reader: Reader | None, *, weight: float = 1.0
+) -> list[float]:
+    """Return the reader's probability that each unit, under its headings, answers ``question``.
+
+    Reading every unit costs a second model run (about 250 ms p95 for 24 units on two
+    cores), so with no ``weight`` in the ranking nothing is read (zeros).
+    """
+    if reader is None or not units or not weight:
         return [0.0] * len(units)
     return reader.score(question, [reader_text(u.text, u.headings, u.context) for u in units])
 

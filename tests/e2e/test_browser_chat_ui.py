@@ -58,8 +58,10 @@ def sample(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         model=MODEL,
         timeout=10,
         # The scripted answers test how citations and sources are shown; grounded only
-        # would replace their sentences (FakeEmbedder's sources hold other words).
+        # would replace their sentences (FakeEmbedder's sources hold other words), and
+        # claim citing would re-cite them (tests/answering/test_claims.py checks that).
         grounded_only=False,
+        cite_claims=False,
     ) as served:
         yield served
 

@@ -42,7 +42,11 @@ ENTITLEMENT = (
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     pytest.importorskip("playwright.sync_api")
     index = tmp_path_factory.mktemp("round-four") / "index"
-    with behind_fake_model(index, reply=Reply(text=TWO_QUOTES), timeout=10) as app:
+    # The scripted markers are what is shown: claim citing (tests/answering/test_claims.py)
+    # would re-cite them against the fake embedder's sources.
+    with behind_fake_model(
+        index, reply=Reply(text=TWO_QUOTES), timeout=10, cite_claims=False
+    ) as app:
         yield app
 
 
