@@ -58,16 +58,11 @@ def test_kind_mix() -> None:
 
 
 def test_no_question_is_asked_twice() -> None:
-    texts = [eval_sets.normalise(str(q["question"])) for q in load_questions()]
-    assert len(texts) == len(set(texts)), [t for t in texts if texts.count(t) > 1]
+    eval_sets.assert_asked_once(load_questions())
 
 
 def test_multi_questions_point_at_two_different_passages() -> None:
-    for q in load_questions():
-        gold = q["gold"]
-        assert isinstance(gold, list)
-        passages = {(entry["file"], eval_sets.normalise(entry["must_contain"])) for entry in gold}
-        assert len(passages) == len(gold), q["id"]
+    eval_sets.assert_gold_passages_distinct(load_questions())
 
 
 @pytest.mark.parametrize(("qid", "entry"), eval_sets.gold_params(QUESTIONS))
@@ -81,12 +76,7 @@ def test_gold_phrase_occurs_in_gold_file(qid: str, entry: dict[str, str]) -> Non
 
 
 def test_heading_path_starts_with_the_front_matter_title() -> None:
-    root = corpus()
-    for qid, entry in eval_sets.gold_entries(QUESTIONS):
-        head = (root / entry["file"]).read_text(encoding="utf-8").split("\n---\n", 1)[0]
-        titles = re.findall(r"^title: *(.+)$", head, flags=re.MULTILINE)
-        assert titles, f"{qid}: {entry['file']} has no title in its front matter"
-        assert entry["heading_path"].split(" > ")[0] == titles[0].strip().strip('"'), qid
+    eval_sets.assert_heading_paths_start_with_front_matter_title(QUESTIONS, corpus())
 
 
 def test_every_figure_of_a_reference_answer_is_in_its_gold_documents() -> None:

@@ -44,16 +44,11 @@ def test_kind_mix() -> None:
 
 
 def test_no_question_is_asked_twice() -> None:
-    texts = [eval_sets.normalise(str(q["question"])) for q in load_questions()]
-    assert len(texts) == len(set(texts)), [t for t in texts if texts.count(t) > 1]
+    eval_sets.assert_asked_once(load_questions())
 
 
 def test_multi_questions_point_at_two_different_passages() -> None:
-    for q in load_questions():
-        gold = q["gold"]
-        assert isinstance(gold, list)
-        passages = {(entry["file"], eval_sets.normalise(entry["must_contain"])) for entry in gold}
-        assert len(passages) == len(gold), q["id"]
+    eval_sets.assert_gold_passages_distinct(load_questions())
 
 
 @pytest.mark.parametrize(("qid", "entry"), eval_sets.gold_params(QUESTIONS))

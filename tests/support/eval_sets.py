@@ -127,3 +127,27 @@ def assert_phrase_in_markdown(qid: str, entry: dict[str, str], corpus: Path) -> 
     assert normalise(phrase) in markdown_body(corpus / relative), (
         f"{qid}: {phrase!r} not in {relative}"
     )
+
+
+def assert_asked_once(questions: list[dict[str, object]]) -> None:
+    """Assert that no question text (normalised) appears twice."""
+    texts = [normalise(str(q["question"])) for q in questions]
+    assert len(texts) == len(set(texts)), [t for t in texts if texts.count(t) > 1]
+
+
+def assert_gold_passages_distinct(questions: list[dict[str, object]]) -> None:
+    """Assert that no question lists the same (file, phrase) gold passage twice."""
+    for q in questions:
+        gold = q["gold"]
+        assert isinstance(gold, list)
+        passages = {(entry["file"], normalise(entry["must_contain"])) for entry in gold}
+        assert len(passages) == len(gold), q["id"]
+
+
+def assert_heading_paths_start_with_front_matter_title(path: Path, corpus: Path) -> None:
+    """Assert each gold heading path opens with its file's front-matter ``title``."""
+    for qid, entry in gold_entries(path):
+        head = (corpus / entry["file"]).read_text(encoding="utf-8").split("\n---\n", 1)[0]
+        titles = re.findall(r"^title: *(.+)$", head, flags=re.MULTILINE)
+        assert titles, f"{qid}: {entry['file']} has no title in its front matter"
+        assert entry["heading_path"].split(" > ")[0] == titles[0].strip().strip('"'), qid
