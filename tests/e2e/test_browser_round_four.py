@@ -167,3 +167,24 @@ def test_on_a_phone_the_conversation_gets_the_screen_and_an_answer_shows_from_it
     assert toggle.get_attribute("aria-expanded") == "true"
     page.get_by_role("button", name="Download conversation (Markdown)").wait_for()
     page.get_by_text("Recent policy changes").first.wait_for()
+
+
+def test_the_phone_header_shows_the_whole_title_beside_its_buttons(
+    served: Served, browser: Any
+) -> None:
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = open_page(context)
+    page.goto(served.url, wait_until="load")
+    page.locator("#chat-input textarea").wait_for()
+    title = page.locator("#chat-header h1").bounding_box()
+    button = page.locator("#new-chat").bounding_box()
+    assert title is not None
+    assert button is not None
+    # One line, nothing over it: the title ends before "New chat" starts, on the same row.
+    assert title["x"] + title["width"] <= button["x"]
+    assert abs((title["y"] + title["height"] / 2) - (button["y"] + button["height"] / 2)) < 16
+    assert page.evaluate(
+        "() => { const h = document.querySelector('#chat-header h1');"
+        " return h.scrollWidth <= h.clientWidth; }"
+    )
+    context.close()
