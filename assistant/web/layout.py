@@ -133,10 +133,11 @@ html, body, gradio-app {{ height: 100%; }}
 @media (max-width: 640px) {{
   .column, .gr-group {{ gap: 6px !important; }}
   #chat-header {{ flex-wrap: wrap; gap: 0.25rem; }}
-  /* The title's block is as wide as the row, so it grows from nothing, but never below
-     the title's one line (at min-width 0 the buttons sat over "Policy assistant"). */
-  #chat-header > .block:first-child, #chat-header .prose {{ min-width: 10rem !important;
+  #chat-header > .block:first-child, #chat-header .prose {{ min-width: 0 !important;
     flex: 1 1 0 !important; }}
+  /* The title's block grows from nothing, but never below the title's one line (at
+     min-width 0 the buttons sat over "Policy assistant"). */
+  #chat-header > .block:first-child {{ min-width: 10rem !important; }}
   #previous-chats {{ order: 3; flex-basis: 100%; }}
   #chat-header h1 {{ font-size: 1.05rem; white-space: nowrap; }}
   #chat-status p {{ font-size: 0.75rem; white-space: nowrap; overflow: hidden;
